@@ -1,0 +1,3 @@
+from n8n_lockkit.cli import main
+
+main()

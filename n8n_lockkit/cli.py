@@ -1,0 +1,277 @@
+"""The command line: parse options, call one library function, print. Nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from n8n_lockkit import __version__, envconfig, installer, output, plan, scaffold, validate
+from n8n_lockkit.errors import ExitCode, LockkitError
+from n8n_lockkit.primitives import PRIMITIVES, get_primitive
+from n8n_lockkit.render import RenderOptions
+from n8n_lockkit.rules import RULES
+from n8n_lockkit.workspace import Workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LockkitGroup(click.Group):
+    """The one place where our errors become a message, a hint and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LockkitError as error:
+            output.show_error(error)
+            ctx.exit(int(error.exit_code))
+
+
+@dataclass
+class AppContext:
+    workspace_option: Path | None
+
+    def workspace(self) -> Workspace:
+        if self.workspace_option is not None:
+            return Workspace.at(self.workspace_option)
+        return Workspace.find(Path.cwd())
+
+
+pass_app = click.make_pass_decorator(AppContext)
+
+
+def env_option(f: F) -> F:
+    return click.option(
+        "--env",
+        "envs",
+        multiple=True,
+        metavar="NAME",
+        help="Env to register in (repeatable). Optional when the workspace has exactly one.",
+    )(f)
+
+
+def dry_run_option(f: F) -> F:
+    return click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")(f)
+
+
+def format_option(f: F) -> F:
+    return click.option(
+        "-o",
+        "--output",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="text for people, json for CI (on stdout).",
+    )(f)
+
+
+def force_option(f: F) -> F:
+    return click.option(
+        "--force-overwrite",
+        is_flag=True,
+        help="Replace primitive files that differ from what n8nlock ships.",
+    )(f)
+
+
+def poll_option(f: F) -> F:
+    return click.option(
+        "--poll-interval-seconds",
+        type=click.FloatRange(0.1, 60),
+        default=1.0,
+        show_default=True,
+        help="How often a waiting lock_acquisition polls Redis.",
+    )(f)
+
+
+def _apply(workspace: Workspace, change_plan: plan.Plan, *, dry_run: bool, fmt: str) -> None:
+    output.show_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
+    if not dry_run:
+        plan.apply(change_plan, workspace.root)
+
+
+@click.group(cls=LockkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="n8nlock")
+@click.option(
+    "-w",
+    "--workspace",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Workspace folder (default: the nearest folder above the current one with envs/).",
+)
+@click.pass_context
+def main(ctx: click.Context, workspace: Path | None) -> None:
+    """Safe coordination for n8n workflows: Redis locks and rate limits.
+
+    \b
+    Example:
+        n8nlock init my-automations --env dev
+        cd my-automations
+        n8nlock create-lock --include-error-handler
+        n8nlock validate
+    """
+    ctx.obj = AppContext(workspace)
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
+@click.option(
+    "--env",
+    "envs",
+    multiple=True,
+    metavar="NAME",
+    help="Env file to create (repeatable).  [default: dev]",
+)
+@click.option(
+    "--url",
+    default=scaffold.DEFAULT_URL,
+    show_default=True,
+    help="Base URL of the n8n instance the new env files point at.",
+)
+@dry_run_option
+@format_option
+def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str) -> None:
+    """Create a workspace: envs/<env>.yml and workflows/.
+
+    Existing files are kept, so running it again only adds missing envs.
+
+    \b
+    Example:
+        n8nlock init my-automations --env dev --env prod
+    """
+    root = directory.resolve()
+    _apply(
+        Workspace(root), scaffold.plan_init(root, envs or ["dev"], url), dry_run=dry_run, fmt=fmt
+    )
+
+
+@main.command("create-lock")
+@env_option
+@click.option(
+    "--include-error-handler",
+    is_flag=True,
+    help="Also install error_handler_lock_cleanup and ensure lockScopes exists.",
+)
+@click.option("--include-rate-limit", is_flag=True, help="Also install rate_limit_check.")
+@force_option
+@poll_option
+@dry_run_option
+@format_option
+@pass_app
+def create_lock(
+    app: AppContext,
+    envs: Sequence[str],
+    include_error_handler: bool,
+    include_rate_limit: bool,
+    force_overwrite: bool,
+    poll_interval_seconds: float,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Install the lock primitives and register them in the env(s).
+
+    Writes workflows/lock_acquisition.template.json and lock_release.template.json
+    (and the handler and rate limit when asked) and adds each key to the env's
+    `workflows:` map. Running it again changes nothing.
+
+    \b
+    Example:
+        n8nlock create-lock --include-error-handler --include-rate-limit --env dev
+    """
+    workspace = app.workspace()
+    selected = envconfig.select_envs(workspace, envs)
+    primitives = installer.lock_primitives(
+        include_error_handler=include_error_handler, include_rate_limit=include_rate_limit
+    )
+    change_plan = installer.plan_create_lock(
+        workspace,
+        selected,
+        primitives,
+        force_overwrite=force_overwrite,
+        options=RenderOptions(poll_interval_seconds=poll_interval_seconds),
+    )
+    _apply(workspace, change_plan, dry_run=dry_run, fmt=fmt)
+
+
+@main.command("copy-primitive")
+@click.argument("name", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the primitives and exit.")
+@force_option
+@poll_option
+@dry_run_option
+@format_option
+@pass_app
+def copy_primitive(
+    app: AppContext,
+    name: str | None,
+    list_only: bool,
+    force_overwrite: bool,
+    poll_interval_seconds: float,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Copy one primitive into workflows/ without registering it anywhere.
+
+    \b
+    Example:
+        n8nlock copy-primitive --list
+        n8nlock copy-primitive rate_limit_check
+    """
+    if list_only or name is None:
+        output.show_lines(f"{p.key:<28} {p.summary}" for p in PRIMITIVES.values())
+        if name is None and not list_only:
+            raise click.UsageError("name a primitive to copy (see the list above)")
+        return
+    workspace = app.workspace()
+    change_plan = installer.plan_copy_primitive(
+        workspace,
+        get_primitive(name),
+        force_overwrite=force_overwrite,
+        options=RenderOptions(poll_interval_seconds=poll_interval_seconds),
+    )
+    _apply(workspace, change_plan, dry_run=dry_run, fmt=fmt)
+
+
+@main.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--env",
+    "env_name",
+    metavar="NAME",
+    help="Also check that every {{@:env:…}} placeholder resolves in this env.",
+)
+@format_option
+@pass_app
+def validate_command(
+    app: AppContext, paths: Sequence[Path], env_name: str | None, fmt: str
+) -> None:
+    """Check workflow files; exit 1 on any problem (for CI).
+
+    Checks every workflow file of the workspace, or the given files and folders.
+    `n8nlock rules` lists the rules.
+
+    \b
+    Example:
+        n8nlock validate
+        n8nlock validate workflows/orders.template.json --env prod -o json
+    """
+    workspace = app.workspace()
+    env = envconfig.load_env(workspace, env_name).data if env_name else None
+    report = validate.validate_files(workspace, [p.absolute() for p in paths], env)
+    output.show_report(report, fmt)
+    if not report.ok:
+        raise SystemExit(int(ExitCode.FINDINGS))
+
+
+@main.command("rules")
+def rules_command() -> None:
+    """List the rules `n8nlock validate` applies.
+
+    \b
+    Example:
+        n8nlock rules
+    """
+    output.show_lines(f"{rule.id:<30} {rule.summary}" for rule in RULES)

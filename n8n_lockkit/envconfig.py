@@ -1,0 +1,124 @@
+"""What an env file means: its schema, env selection, and the edits commands make to it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from n8n_lockkit.errors import EnvError, EnvSelectionError
+from n8n_lockkit.plan import FileChange
+from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.yamlfile import YamlDocument, to_plain
+
+
+def _schema() -> dict[str, Any]:
+    text = resources.files("n8n_lockkit").joinpath("schemas/env.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _json_path(path: Sequence[Any]) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+@dataclass
+class EnvFile:
+    """One `envs/<env>.yml`, validated, kept as a round-trip document for edits."""
+
+    name: str
+    document: YamlDocument
+
+    @property
+    def data(self) -> dict[str, Any]:
+        plain: dict[str, Any] = to_plain(self.document.data)
+        return plain
+
+    def change(self) -> FileChange:
+        return FileChange(self.document.path, self.document.original, self.document.dumps())
+
+    def register_workflow(self, key: str, display_name: str) -> None:
+        """Add `workflows.<key>: {id: "", name: …}` unless the key is already there."""
+        workflows = self.document.get(("workflows",))
+        if not isinstance(workflows, dict):
+            workflows = CommentedMap()
+            self.document.set(("workflows",), workflows)
+        if key not in workflows:
+            entry = CommentedMap(id="", name=display_name)
+            entry.fa.set_flow_style()
+            workflows[key] = entry
+
+    def ensure_lock_scopes(self) -> None:
+        if not isinstance(self.document.get(("lockScopes",)), list):
+            scopes = CommentedSeq()
+            scopes.fa.set_flow_style()
+            self.document.set(("lockScopes",), scopes)
+
+    def add_lock_scope(self, scope: str) -> bool:
+        """Append a static scope once; returns whether it was new."""
+        self.ensure_lock_scopes()
+        scopes = self.document.get(("lockScopes",))
+        if scope in scopes:
+            return False
+        scopes.append(scope)
+        return True
+
+
+def validate_env(name: str, document: YamlDocument, display_path: str) -> None:
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(to_plain(document.data)), key=lambda e: list(e.path))
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise EnvError(
+            f"{display_path}::{_json_path(first.path)}: {first.message}{more}",
+            hint="fix the env file; `n8nlock init` shows the expected shape",
+        )
+    declared = document.get(("name",))
+    if declared != name:
+        raise EnvError(
+            f"{display_path}::$.name: says {declared!r} but the file is named {name}.yml",
+            hint=f"set `name: {name}` or rename the file",
+        )
+
+
+def load_env(workspace: Workspace, name: str) -> EnvFile:
+    path = workspace.env_path(name)
+    if not path.is_file():
+        raise EnvSelectionError(
+            f"unknown env {name!r}: {workspace.relative(path)} does not exist",
+            hint=_available(workspace),
+        )
+    document = YamlDocument.load(path)
+    validate_env(name, document, workspace.relative(path))
+    return EnvFile(name, document)
+
+
+def _available(workspace: Workspace) -> str:
+    names = workspace.env_names()
+    if not names:
+        return "this workspace has no env yet: run `n8nlock init --env dev`"
+    return "available envs: " + ", ".join(names)
+
+
+def select_envs(workspace: Workspace, requested: Sequence[str]) -> list[EnvFile]:
+    """The envs a registering command acts on: the named ones, or the only one."""
+    if requested:
+        return [load_env(workspace, name) for name in dict.fromkeys(requested)]
+    names = workspace.env_names()
+    if len(names) == 1:
+        return [load_env(workspace, names[0])]
+    if not names:
+        raise EnvSelectionError(
+            f"no env files in {workspace.relative(workspace.envs_dir)}/",
+            hint="run `n8nlock init --env dev` to create one",
+        )
+    raise EnvSelectionError(
+        f"this workspace has several envs ({', '.join(names)}) and none was chosen",
+        hint="name the env(s) to register in with --env, e.g. --env " + names[0],
+    )

@@ -1,0 +1,84 @@
+"""Everything n8nlock shows: plans, findings, warnings and errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import click
+
+from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.plan import Action, FileChange, Plan
+from n8n_lockkit.validate import Report
+from n8n_lockkit.workspace import Workspace
+
+_VERB_COLOURS = {
+    Action.CREATE: "green",
+    Action.UPDATE: "yellow",
+    Action.IDENTICAL: "cyan",
+    Action.KEEP: "red",
+}
+
+
+def show_error(error: LockkitError) -> None:
+    click.secho("Error: ", fg="red", bold=True, nl=False, err=True)
+    click.echo(error.message, err=True)
+    if error.hint:
+        click.echo(f"Hint: {error.hint}", err=True)
+
+
+def warn(message: str) -> None:
+    click.secho("Warning: ", fg="yellow", nl=False, err=True)
+    click.echo(message, err=True)
+
+
+def _verb(change: FileChange) -> str:
+    action = change.action
+    return click.style(f"{action.value:>10}", fg=_VERB_COLOURS[action], bold=True)
+
+
+def show_plan(workspace: Workspace, plan: Plan, *, dry_run: bool, fmt: str) -> None:
+    """Copier-style verbs on stderr (or one JSON document on stdout) and the plan's warnings."""
+    if fmt == "json":
+        click.echo(json.dumps(plan_as_dict(workspace, plan, dry_run=dry_run), indent=2))
+    else:
+        for change in plan.changes:
+            click.echo(f"{_verb(change)}  {workspace.relative(change.path)}", err=True)
+    for message in plan.messages:
+        warn(message)
+    if fmt != "json" and dry_run:
+        click.echo("dry run: nothing was written", err=True)
+    elif fmt != "json" and not plan.has_writes:
+        click.echo("nothing to do: everything is up to date", err=True)
+
+
+def plan_as_dict(workspace: Workspace, plan: Plan, *, dry_run: bool) -> dict[str, Any]:
+    return {
+        "dry_run": dry_run,
+        "changes": [
+            {"path": workspace.relative(c.path), "action": c.action.value} for c in plan.changes
+        ],
+        "warnings": list(plan.messages),
+    }
+
+
+def show_report(report: Report, fmt: str) -> None:
+    if fmt == "json":
+        document = {
+            "status": "ok" if report.ok else "fail",
+            "files": list(report.files),
+            "findings": [f.as_dict() for f in report.findings],
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    for finding in report.findings:
+        location = click.style(f"{finding.path}::{finding.location}", fg="yellow")
+        click.echo(f"{location}: {finding.message} [{finding.rule}]")
+    summary = f"{len(report.files)} file(s) checked, {len(report.findings)} problem(s)"
+    click.echo(summary if report.findings else f"{summary}: all good", err=True)
+
+
+def show_lines(lines: Iterable[str]) -> None:
+    for line in lines:
+        click.echo(line)

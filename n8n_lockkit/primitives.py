@@ -1,0 +1,54 @@
+"""The catalogue of primitives n8nlock ships."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from n8n_lockkit.errors import PrimitiveNotFound
+
+
+@dataclass(frozen=True)
+class Primitive:
+    key: str
+    display_name: str
+    summary: str
+
+    @property
+    def template(self) -> str:
+        return f"{self.key}.json.j2"
+
+
+LOCK_ACQUISITION = Primitive(
+    "lock_acquisition",
+    "n8nlock: Lock Acquisition",
+    "atomic INCR lock with a GET-poll wait loop (or fail-fast), a max-wait deadline and a fence",
+)
+LOCK_RELEASE = Primitive(
+    "lock_release",
+    "n8nlock: Lock Release",
+    "verifies ownership from :meta and deletes only on a match",
+)
+ERROR_HANDLER = Primitive(
+    "error_handler_lock_cleanup",
+    "n8nlock: Error Handler Lock Cleanup",
+    "Error Trigger workflow that releases the registered locks a failed execution held",
+)
+RATE_LIMIT = Primitive(
+    "rate_limit_check",
+    "n8nlock: Rate Limit Check",
+    "fixed-window INCR counter per scope",
+)
+
+PRIMITIVES: dict[str, Primitive] = {
+    p.key: p for p in (LOCK_ACQUISITION, LOCK_RELEASE, ERROR_HANDLER, RATE_LIMIT)
+}
+
+
+def get_primitive(name: str) -> Primitive:
+    try:
+        return PRIMITIVES[name]
+    except KeyError:
+        raise PrimitiveNotFound(
+            f"unknown primitive {name!r}",
+            hint="available primitives: " + ", ".join(PRIMITIVES),
+        ) from None

@@ -1,0 +1,15 @@
+// @n8n-evol-I:primitive — error_handler_lock_cleanup: one summary item for the execution log.
+const items = $input.all().map((item) => item.json);
+const owned = items.filter((item) => item.owned === true);
+const reason = owned.length > 0 ? `released ${owned.length} lock(s) of the failed execution` : items[0]?.reason ?? 'nothing to clean';
+console.log(`n8nlock cleanup: ${reason}`);
+
+return [{
+  json: {
+    cleaned: owned.length > 0,
+    cleaned_count: owned.length,
+    scopes: owned.map((item) => item.scope),
+    reason,
+    failed_execution_id: items[0]?.failed_execution_id ?? null,
+  },
+}];

@@ -1,0 +1,24 @@
+// @n8n-evol-I:primitive — lock_acquisition: one decision after every GET or INCR.
+// GET first, INCR only when the counter is absent: a waiter or a late arrival never
+// touches the holder's key, so contention cannot extend the holder's TTL.
+const ctx = $('Build Lock Context').first().json;
+const result = $input.first().json;
+
+let state = null;
+let count;
+if (Object.prototype.hasOwnProperty.call(result, 'lock_value')) {
+  const value = result.lock_value;
+  count = value === null || value === undefined || value === '' ? 0 : Number(value);
+  if (count === 0) state = 'free';
+} else {
+  // INCR answers { "<key>": n }: only the caller that took the counter from 0 to 1 holds it.
+  count = Number(Object.values(result)[0]);
+  if (count === 1) state = 'won';
+}
+if (state === null) {
+  if (!ctx.wait_till_lock_released) state = 'busy';
+  else if (Date.now() >= ctx.deadline_ms) state = 'timeout';
+  else state = 'wait';
+}
+
+return [{ json: { state, count, scope: ctx.scope, key: ctx.key } }];
