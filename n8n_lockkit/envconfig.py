@@ -94,8 +94,9 @@ def load_env(workspace: Workspace, name: str) -> EnvFile:
             f"unknown env {name!r}: {workspace.relative(path)} does not exist",
             hint=_available(workspace),
         )
-    document = YamlDocument.load(path)
-    validate_env(name, document, workspace.relative(path))
+    display = workspace.relative(path)
+    document = YamlDocument.load(path, display)
+    validate_env(name, document, display)
     return EnvFile(name, document)
 
 

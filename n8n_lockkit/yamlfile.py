@@ -65,14 +65,15 @@ class YamlDocument:
     _yaml: YAML = field(repr=False)
 
     @classmethod
-    def parse(cls, path: Path, text: str) -> YamlDocument:
+    def parse(cls, path: Path, text: str, display: str | None = None) -> YamlDocument:
         try:
             indents = _guess_indents(text)
             yaml = _make_yaml(*indents)
             data = yaml.load(text)
         except YAMLError as err:
             mark = getattr(err, "problem_mark", None)
-            where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+            shown = display or str(path)
+            where = f"{shown}:{mark.line + 1}" if mark is not None else shown
             problem = getattr(err, "problem", None) or str(err).splitlines()[0]
             raise EnvError(
                 f"{where}: not valid YAML ({problem})",
@@ -82,20 +83,21 @@ class YamlDocument:
             data = CommentedMap()
         if not isinstance(data, CommentedMap):
             raise EnvError(
-                f"{path}: the top level must be a mapping of keys, not {type(data).__name__}",
+                f"{display or path}: the top level must be a mapping of keys, "
+                f"not {type(data).__name__}",
                 hint="an env file starts with keys such as `name:` and `n8n:`",
             )
         return cls(path=path, original=text, data=data, _yaml=yaml)
 
     @classmethod
-    def load(cls, path: Path) -> YamlDocument:
+    def load(cls, path: Path, display: str | None = None) -> YamlDocument:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError as err:
-            raise EnvError(f"{path}: file not found") from err
+            raise EnvError(f"{display or path}: file not found") from err
         except (OSError, UnicodeDecodeError) as err:
-            raise EnvError(f"{path}: cannot read ({err})") from err
-        return cls.parse(path, text)
+            raise EnvError(f"{display or path}: cannot read ({err})") from err
+        return cls.parse(path, text, display)
 
     def get(self, key_path: KeyPath, default: Any = None) -> Any:
         node: Any = self.data

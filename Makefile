@@ -1,0 +1,30 @@
+# The two commands of the README. Both set up what they need on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO := build/demo
+
+.PHONY: demo test lint setup
+
+$(BIN)/n8nlock: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/n8nlock
+
+## demo: set up, then run the main job on the bundled example workspace (envs/)
+demo: setup
+	rm -rf $(DEMO) && mkdir -p $(DEMO) && cp -r envs $(DEMO)/envs
+	cd $(DEMO) && ../../$(BIN)/n8nlock create-lock --include-error-handler --include-rate-limit
+	cd $(DEMO) && ../../$(BIN)/n8nlock validate --env dev
+
+## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself)
+test: setup lint
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check n8n_lockkit tests
+	$(BIN)/ruff format --check n8n_lockkit tests
+	$(BIN)/mypy

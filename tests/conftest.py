@@ -1,0 +1,69 @@
+"""Shared fixtures: run the CLI, build workspaces, compare golden files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from n8n_lockkit.cli import main
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens", action="store_true", help="rewrite golden files instead of comparing"
+    )
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))
+
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture
+def invoke(monkeypatch: pytest.MonkeyPatch) -> Invoke:
+    """Run `n8nlock ARGS…` in-process, from `cwd` (default: the current directory)."""
+
+    def run(*args: str | Path, cwd: Path | None = None, input: str | None = None) -> Result:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        return CliRunner().invoke(main, [str(a) for a in args], input=input)
+
+    return run
+
+
+def explain(result: Result) -> str:
+    """The streams of a CLI run, as the failure message of an assertion."""
+    return f"exit {result.exit_code}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, invoke: Invoke) -> Path:
+    """A fresh workspace with one env, `dev`."""
+    root = tmp_path / "ws"
+    result = invoke("init", root, "--env", "dev")
+    assert result.exit_code == 0, explain(result)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root with its bytes, to prove a failing command changed nothing."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def assert_golden(expected: Path, actual: str, update: bool) -> None:
+    if update or not expected.exists():
+        expected.parent.mkdir(parents=True, exist_ok=True)
+        expected.write_text(actual, encoding="utf-8")
+        if not update:
+            pytest.fail(f"golden file {expected} was missing and has been written; review it")
+    assert actual == expected.read_text(encoding="utf-8"), (
+        f"{expected} differs; if the change is intended run pytest --update-goldens"
+    )
