@@ -53,6 +53,26 @@ class EnvFile:
             entry.fa.set_flow_style()
             workflows[key] = entry
 
+    def record_workflow(self, key: str, workflow_id: str, display_name: str) -> None:
+        """Set the id (and name) n8n gave a workflow, keeping the entry's place and style."""
+        self.register_workflow(key, display_name)
+        entry = self.document.get(("workflows", key))
+        entry["id"] = workflow_id
+        entry["name"] = display_name
+
+    def record_credential(self, kind: str, credential_id: str, display_name: str) -> None:
+        credentials = self.document.get(("credentials",))
+        if not isinstance(credentials, dict):
+            credentials = CommentedMap()
+            self.document.set(("credentials",), credentials)
+        entry = credentials.get(kind)
+        if not isinstance(entry, dict):
+            entry = CommentedMap()
+            entry.fa.set_flow_style()
+            credentials[kind] = entry
+        entry["id"] = credential_id
+        entry["name"] = display_name
+
     def ensure_lock_scopes(self) -> None:
         if not isinstance(self.document.get(("lockScopes",)), list):
             scopes = CommentedSeq()

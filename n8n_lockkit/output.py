@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,6 +11,7 @@ import click
 
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.plan import Action, FileChange, Plan
+from n8n_lockkit.push import PushResult
 from n8n_lockkit.validate import Report
 from n8n_lockkit.workspace import Workspace
 
@@ -77,6 +79,26 @@ def show_report(report: Report, fmt: str) -> None:
         click.echo(f"{location}: {finding.message} [{finding.rule}]")
     summary = f"{len(report.files)} file(s) checked, {len(report.findings)} problem(s)"
     click.echo(summary if report.findings else f"{summary}: all good", err=True)
+
+
+def progress(verb: str, text: str) -> None:
+    colour = {"create": "green", "update": "yellow", "publish": "blue"}.get(verb, "cyan")
+    click.echo(f"{click.style(f'{verb:>10}', fg=colour, bold=True)}  {text}", err=True)
+
+
+def show_push(result: PushResult, *, dry_run: bool, fmt: str) -> None:
+    if fmt == "json":
+        steps = [
+            {"key": s.key, "action": s.action, "id": s.workflow_id, "published": s.activated}
+            for s in result.steps
+        ]
+        click.echo(json.dumps({"dry_run": dry_run, "workflows": steps}, indent=2))
+        return
+    counts = Counter(s.action for s in result.steps)
+    published = sum(s.activated for s in result.steps)
+    parts = [f"{n} {a}" for a, n in sorted(counts.items())] + [f"{published} published"]
+    prefix = "dry run, nothing sent: " if dry_run else ""
+    click.echo(f"{prefix}{len(result.steps)} workflow(s): {', '.join(parts)}", err=True)
 
 
 def show_lines(lines: Iterable[str]) -> None:

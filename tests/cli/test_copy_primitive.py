@@ -9,8 +9,11 @@ def test_list_shows_the_four_primitives(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("copy-primitive", "--list", cwd=tmp_path)
     assert result.exit_code == 0, explain(result)
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
-        "lock_acquisition", "lock_release", "error_handler_lock_cleanup", "rate_limit_check",
-    ]  # fmt: skip
+        "lock_acquisition",
+        "lock_release",
+        "error_handler_lock_cleanup",
+        "rate_limit_check",
+    ]
 
 
 def test_copies_one_file_and_registers_nothing(workspace: Path, invoke: Invoke) -> None:

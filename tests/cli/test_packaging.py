@@ -12,10 +12,21 @@ ROOT = Path(__file__).parent.parent.parent
 
 def test_a_wheel_renders_the_primitives_outside_the_source_tree(tmp_path: Path) -> None:
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-         "--quiet", "-w", str(tmp_path / "dist")],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(ROOT),
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path / "dist"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr
     (wheel,) = (tmp_path / "dist").glob("n8n_lockkit-*.whl")
     with zipfile.ZipFile(wheel) as archive:
@@ -32,10 +43,16 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(tmp_path: Path) 
         "print(sum(len(render_primitive(p)['nodes']) for p in PRIMITIVES.values()))\n"
     )
     run = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path / 'site')!r})"
-         f"\n{script}"],
-        capture_output=True, text=True, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tmp_path / 'site')!r})\n{script}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     where, count = run.stdout.split()
     assert Path(where).is_relative_to(tmp_path / "site")

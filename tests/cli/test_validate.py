@@ -37,8 +37,9 @@ def test_a_problem_names_file_json_path_and_rule(locked_workspace: Path, invoke:
 def test_json_output_is_stable(locked_workspace: Path, invoke: Invoke) -> None:
     bad = (FIXTURES / "code-sandbox" / "bad.json").read_text()
     (locked_workspace / "workflows" / "orders.template.json").write_text(bad)
-    result = invoke("validate", "-o", "json", "workflows/orders.template.json",
-                    cwd=locked_workspace)  # fmt: skip
+    result = invoke(
+        "validate", "-o", "json", "workflows/orders.template.json", cwd=locked_workspace
+    )
     assert result.exit_code == 1, explain(result)
     assert json.loads(result.stdout) == {
         "status": "fail",

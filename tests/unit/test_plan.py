@@ -17,8 +17,12 @@ def test_actions() -> None:
 
 
 def test_apply_writes_every_pending_file(tmp_path: Path) -> None:
-    plan = Plan((FileChange(tmp_path / "d" / "a.json", None, "A"),
-                 FileChange(tmp_path / "b.json", None, "B")))  # fmt: skip
+    plan = Plan(
+        (
+            FileChange(tmp_path / "d" / "a.json", None, "A"),
+            FileChange(tmp_path / "b.json", None, "B"),
+        )
+    )
     apply(plan, tmp_path)
     assert (tmp_path / "d" / "a.json").read_text() == "A"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.json", "b.json", "d"]

@@ -71,9 +71,15 @@ def test_acquire_trigger_keeps_the_seed_contract() -> None:
     (trigger,) = [n for n in workflow["nodes"] if n["type"].endswith("executeWorkflowTrigger")]
     names = [v["name"] for v in trigger["parameters"]["workflowInputs"]["values"]]
     assert names == [
-        "scope", "ttl_seconds", "execution_id", "wait_till_lock_released",
-        "max_wait_seconds", "lock_id", "workflow_id", "workflow_name",
-    ]  # fmt: skip
+        "scope",
+        "ttl_seconds",
+        "execution_id",
+        "wait_till_lock_released",
+        "max_wait_seconds",
+        "lock_id",
+        "workflow_id",
+        "workflow_name",
+    ]
     assert trigger["parameters"]["inputSource"] == "workflowInputs"
 
 
