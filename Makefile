@@ -20,9 +20,11 @@ demo: setup
 	cd $(DEMO) && ../../$(BIN)/n8nlock create-lock --include-error-handler --include-rate-limit
 	cd $(DEMO) && ../../$(BIN)/n8nlock validate --env dev
 
-## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself)
+## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
+## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x.
 test: setup lint
 	$(BIN)/pytest
+	N8NLOCK_TEST_N8N_VERSIONS=1.123.81 $(BIN)/pytest tests/e2e
 
 lint: setup
 	$(BIN)/ruff check n8n_lockkit tests

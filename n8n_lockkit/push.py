@@ -17,7 +17,7 @@ from typing import Any
 from n8n_lockkit import placeholders
 from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError, PlaceholderError, RemoteError, WorkflowFileError
-from n8n_lockkit.n8n_client import N8nClient, N8nNotFound
+from n8n_lockkit.n8n_client import N8nClient, N8nNotFound, N8nRejected
 from n8n_lockkit.workspace import Workspace, workflow_key
 
 # What the public API accepts on create and update; everything else in a file is dropped.
@@ -246,14 +246,26 @@ class Pusher:
         self.progress("publish", f"{item.key} ({workflow_id})")
         if self.dry_run:
             return True
-        self.client.activate_workflow(workflow_id)
+        try:
+            self.client.activate_workflow(workflow_id)
+        except N8nRejected:
+            # n8n 2.x runs only published sub-workflows and error workflows, so we publish
+            # them; 1.x runs them unpublished and refuses to activate a workflow whose only
+            # trigger is an Execute Workflow or Error Trigger.
+            if not only_internal_triggers(item.workflow):
+                raise
+            self.progress("skip", f"{item.key}: this n8n runs it without publishing")
+            return False
         for path, method in webhooks(item.workflow):
             self.client.wait_for_webhook(path, method)
         return True
 
 
 ACTIVATABLE_TYPES = re.compile(r"(Trigger|\.webhook|\.formTrigger|\.scheduleTrigger|\.cron)$")
-PASSIVE_TRIGGERS = frozenset({"n8n-nodes-base.errorTrigger", "n8n-nodes-base.manualTrigger"})
+PASSIVE_TRIGGERS = frozenset({"n8n-nodes-base.manualTrigger"})
+INTERNAL_TRIGGERS = frozenset(
+    {"n8n-nodes-base.errorTrigger", "n8n-nodes-base.executeWorkflowTrigger"}
+)
 
 
 def webhooks(workflow: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -265,6 +277,13 @@ def webhooks(workflow: Mapping[str, Any]) -> list[tuple[str, str]]:
         and not node.get("disabled")
         and node.get("parameters", {}).get("path")
     ]
+
+
+def only_internal_triggers(workflow: Mapping[str, Any]) -> bool:
+    """Started only by n8n itself: as a sub-workflow or as an error workflow."""
+    types = {str(node.get("type", "")) for node in workflow.get("nodes", [])}
+    triggers = {t for t in types if ACTIVATABLE_TYPES.search(t)}
+    return bool(triggers) and triggers <= INTERNAL_TRIGGERS
 
 
 def activatable(workflow: Mapping[str, Any]) -> bool:

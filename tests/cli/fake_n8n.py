@@ -23,6 +23,7 @@ class FakeN8n:
         self.workflows: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.next_id = 1
+        self.refuses_internal_triggers = False  # n8n 1.x will not activate sub-workflows
         api = re.compile(rf"{re.escape(BASE)}/api/v1/.*")
         for method in ("GET", "POST", "PUT"):
             responses.add_callback(method, api, callback=self.handle)
@@ -68,6 +69,9 @@ class FakeN8n:
             return self.reply(404, {"message": "Not Found"})
         stored = self.workflows[match.group(1)]
         if match.group(2):
+            types = {n["type"] for n in stored["nodes"]}
+            if self.refuses_internal_triggers and "n8n-nodes-base.webhook" not in types:
+                return self.reply(400, {"message": "has no node to start the workflow"})
             stored["active"] = True
         elif method == "PUT" and body is not None:
             stored.update(body)

@@ -189,3 +189,26 @@ def test_redis_credential_is_created_and_recorded(
     again = invoke("redis-credential", "--host", "redis", cwd=workspace)
     assert again.exit_code == 0 and "identical" in again.stderr
     assert fake.calls.count(("POST", "/credentials")) == 1
+
+
+def test_n8n_1x_refusing_to_activate_sub_workflows_is_not_an_error(
+    ready: Path, invoke: Invoke, fake: FakeN8n
+) -> None:
+    fake.refuses_internal_triggers = True
+    caller(ready)
+    result = invoke("push", cwd=ready)
+    assert result.exit_code == 0, explain(result)
+    assert "skip  lock_release: this n8n runs it without publishing" in result.stderr
+    assert fake.workflows[recorded_ids(ready)["orders"]]["active"] is True
+
+
+def test_a_rejected_caller_is_still_an_error(ready: Path, invoke: Invoke, fake: FakeN8n) -> None:
+    caller(ready)
+    orders = ready / "workflows" / "orders.template.json"
+    fake.refuses_internal_triggers = True
+    workflow = json.loads(orders.read_text())
+    workflow["nodes"][0]["type"] = "n8n-nodes-base.scheduleTrigger"
+    orders.write_text(json.dumps(workflow))
+    result = invoke("push", cwd=ready)
+    assert result.exit_code == 4, explain(result)
+    assert "n8n rejected workflow" in result.stderr

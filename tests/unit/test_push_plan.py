@@ -84,7 +84,7 @@ def test_subset_ignores_what_n8n_adds() -> None:
         (["n8n-nodes-base.webhook", "n8n-nodes-base.code"], True),
         (["n8n-nodes-base.executeWorkflowTrigger"], True),
         (["n8n-nodes-base.scheduleTrigger"], True),
-        (["n8n-nodes-base.errorTrigger", "n8n-nodes-base.code"], False),
+        (["n8n-nodes-base.errorTrigger", "n8n-nodes-base.code"], True),
         (["n8n-nodes-base.manualTrigger"], False),
     ],
 )

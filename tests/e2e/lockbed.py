@@ -1,0 +1,132 @@
+"""A workspace of primitives and test callers, pushed by n8nlock itself to the test-bed n8n.
+
+The callers (tests/e2e/workflows/) are webhooks, because the Error Trigger ignores manual runs:
+- e2e-lock: acquire → record start in a sink list → hold → record end → release; the body
+  picks scope, ttl, max_wait, wait, hold_ms, items, release, fail;
+- e2e-release: release(scope, lock_id); e2e-rate: rate_limit_check(scope, limit, window).
+The sink (`e2e-sink-<scope>`, a Redis list) does not depend on the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+import requests
+from click.testing import CliRunner, Result
+
+from n8n_lockkit.cli import main
+from tests.testbed.endpoints import N8nInstance
+
+CALLERS = Path(__file__).parent / "workflows"
+API_KEY_VARIABLE = "N8NLOCK_E2E_API_KEY"
+# The one scope the lock bed registers in lockScopes, so the cleanup handler covers it.
+REGISTERED_SCOPE = f"e2e-registered-{uuid.uuid4().hex[:8]}"
+
+
+def run_cli(root: Path, *args: str) -> Result:
+    result = CliRunner().invoke(main, ["--workspace", str(root), *args])
+    assert result.exit_code == 0, f"n8nlock {' '.join(args)}:\n{result.output}"
+    return result
+
+
+def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str], poll: float) -> Path:
+    """init → redis-credential → create-lock → callers → validate → push, all through the CLI."""
+    CliRunner().invoke(main, ["init", str(root), "--env", "e2e", "--url", n8n.base_url])
+    env = root / "envs" / "e2e.yml"
+    text = env.read_text().replace("apiKeyEnv: N8N_API_KEY", f"apiKeyEnv: {API_KEY_VARIABLE}")
+    scopes = json.dumps(lock_scopes)
+    env.write_text(text.replace("lockScopes: []", f"lockScopes: {scopes}"))
+    credential = [
+        "redis-credential",
+        "--host",
+        n8n.redis_host,
+        "--port",
+        str(n8n.redis_port),
+        "--database",
+        str(n8n.redis_db),
+    ]
+    run_cli(root, *credential)
+    run_cli(
+        root,
+        "create-lock",
+        "--include-error-handler",
+        "--include-rate-limit",
+        "--poll-interval-seconds",
+        str(poll),
+    )
+    for caller in CALLERS.glob("*.template.json"):
+        shutil.copy(caller, root / "workflows" / caller.name)
+    run_cli(root, "validate", "--env", "e2e")
+    run_cli(root, "push", "--env", "e2e")
+    return root
+
+
+@dataclass
+class Call:
+    status: int
+    body: Any
+    seconds: float
+
+
+@dataclass
+class LockBed:
+    root: Path
+    n8n: N8nInstance
+    redis: redis.Redis
+    poll: float
+
+    def webhook(self, path: str, body: dict[str, Any], timeout: float = 180.0) -> Call:
+        start = time.monotonic()
+        response = requests.post(f"{self.n8n.base_url}/webhook/{path}", json=body, timeout=timeout)
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = response.text
+        return Call(response.status_code, payload, time.monotonic() - start)
+
+    def lock(self, scope: str, **body: Any) -> Call:
+        body = {"ttl": 60, "max_wait": 60, "hold_ms": 10, **body, "scope": scope}
+        return self.webhook("e2e-lock", body)
+
+    def release(self, scope: str, lock_id: str) -> Call:
+        return self.webhook("e2e-release", {"scope": scope, "lock_id": lock_id})
+
+    def rate(self, scope: str, limit: int, window: int) -> Call:
+        return self.webhook("e2e-rate", {"scope": scope, "limit": limit, "window": window})
+
+    def sink(self, scope: str) -> list[dict[str, Any]]:
+        return [json.loads(entry) for entry in self.redis.lrange(f"e2e-sink-{scope}", 0, -1)]
+
+    def workflow_id(self, key: str) -> str:
+        from n8n_lockkit.envconfig import load_env
+        from n8n_lockkit.workspace import Workspace
+
+        return str(load_env(Workspace(self.root), "e2e").data["workflows"][key]["id"])
+
+    def executions(self, workflow_id: str) -> list[dict[str, Any]]:
+        response = requests.get(
+            f"{self.n8n.base_url}/api/v1/executions",
+            params={"workflowId": workflow_id, "limit": "250"},
+            headers={"X-N8N-API-KEY": self.n8n.api_key},
+            timeout=30,
+        )
+        response.raise_for_status()
+        executions: list[dict[str, Any]] = response.json()["data"]
+        return executions
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> float:
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"{what}: not true after {timeout:g} s")
+        time.sleep(0.05)
+    return time.monotonic() - start

@@ -1,0 +1,224 @@
+"""The lock primitives in a real n8n with a real Redis (ids from lock-design.md §2.7).
+
+Every test owns its scope (`unique_name`) and waits on conditions, not on sleeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from tests.e2e.lockbed import REGISTERED_SCOPE, Call, LockBed, wait_until
+
+MARGIN = 2.5  # n8n's own overhead per call on a 2-core machine, with room to spare
+
+
+def acquired(call: Call) -> dict[str, Any]:
+    assert call.status == 200 and isinstance(call.body, dict), call
+    assert call.body.get("acquire", {}).get("acquired") is True, call.body
+    result: dict[str, Any] = call.body["acquire"]
+    return result
+
+
+def test_l01_uncontended_acquire_and_release_leave_no_lock_behind(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    call = lockbed.lock(unique_name)
+    acquire = acquired(call)
+    assert call.body["release"] == {
+        "released": True,
+        "idempotent": False,
+        "scope": unique_name,
+        "lock_id": acquire["lock_id"],
+    }
+    assert acquire["key"] == f"n8n-lock-{unique_name}"
+    assert acquire["meta_key"] == f"n8n-lock-{unique_name}:meta"
+    assert acquire["count"] == 1 and acquire["fence"] == 1
+    # Only the fence survives: it must keep growing across holders, so it never expires.
+    assert lockbed.redis.keys(f"n8n-lock-{unique_name}*") == [f"n8n-lock-{unique_name}:fence"]
+    assert [e["event"] for e in lockbed.sink(unique_name)] == ["start", "end"]
+
+
+def test_l02_fail_fast_on_a_held_lock_stops_with_the_seed_message(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    acquired(lockbed.lock(unique_name, release=False))
+    call = lockbed.lock(unique_name, wait=False)
+    assert call.body == {
+        "acquired": False,
+        "error": f"Lock acquisition failed (fail-fast): scope '{unique_name}' is held (count=1). "
+        "Caller passed wait_till_lock_released=false.",
+    }
+    assert call.seconds < MARGIN
+
+
+def test_l03_ten_concurrent_holders_never_overlap(lockbed: LockBed, unique_name: str) -> None:
+    start = time.monotonic()
+    with ThreadPoolExecutor(10) as pool:
+        calls = list(pool.map(lambda _: lockbed.lock(unique_name, hold_ms=300), range(10)))
+    wall = time.monotonic() - start
+    assert all(acquired(c) for c in calls)
+    events = lockbed.sink(unique_name)
+    starts = {e["lock_id"]: e["t"] for e in events if e["event"] == "start"}
+    ends = {e["lock_id"]: e["t"] for e in events if e["event"] == "end"}
+    assert len(starts) == len(ends) == 10
+    intervals = sorted((starts[k], ends[k]) for k in starts)
+    overlaps = [(a, b) for a, b in itertools.pairwise(intervals) if b[0] < a[1]]
+    assert overlaps == [], f"overlapping critical sections: {overlaps}"
+    assert wall > 10 * 0.3, "the calls ran one after another: contention was not real"
+    fences = sorted(c.body["acquire"]["fence"] for c in calls)
+    assert fences == list(range(1, 11))
+
+
+def test_l05_max_wait_timeout_fires_on_time(lockbed: LockBed, unique_name: str) -> None:
+    acquired(lockbed.lock(unique_name, release=False))
+    call = lockbed.lock(unique_name, max_wait=3)
+    assert call.body == {
+        "acquired": False,
+        "error": f"Lock acquisition timed out after 3s waiting for scope '{unique_name}'.",
+    }
+    assert 3 <= call.seconds <= 3 + lockbed.poll + MARGIN, call.seconds
+
+
+def test_l07_a_holder_that_never_releases_expires_after_its_ttl(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    holder = acquired(lockbed.lock(unique_name, ttl=3, release=False))
+    started = time.monotonic()
+    waiter = acquired(lockbed.lock(unique_name))
+    waited = time.monotonic() - started
+    assert waiter["fence"] == holder["fence"] + 1
+    assert 3 - 1 <= waited <= 3 + lockbed.poll + MARGIN, waited
+
+
+def _iso_seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_l08_contention_does_not_extend_a_dead_holders_ttl(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    ttl = 4
+    holder = acquired(lockbed.lock(unique_name, ttl=ttl, release=False))
+    with ThreadPoolExecutor(12) as pool:
+        waiter = pool.submit(lockbed.lock, unique_name)
+        arrivals, ttls = [], []
+        for _ in range(2 * ttl):
+            arrivals.append(pool.submit(lockbed.lock, unique_name, wait=False))
+            ttls.append(lockbed.redis.ttl(holder["key"]))
+            if waiter.done():
+                break
+            time.sleep(1)
+        entered = acquired(waiter.result())
+    # Both stamps come from n8n's clock: from the dead holder's acquisition to the waiter's.
+    waited = _iso_seconds(entered["locked_at"]) - _iso_seconds(holder["locked_at"])
+    assert waited <= ttl + lockbed.poll + MARGIN, (waited, ttls)
+    held = [t for t in ttls if t > 0]
+    assert held == sorted(held, reverse=True), f"the holder's TTL went up: {ttls}"
+    for arrival in (a.result().body for a in arrivals):
+        # Denied while the dead holder's lock stood; an arrival may win once it expired.
+        assert arrival.get("acquired") is False or arrival["acquire"]["fence"] > holder["fence"]
+
+
+def test_l09_a_foreign_lock_id_is_a_logic_error_and_the_lock_stays(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    holder = acquired(lockbed.lock(unique_name, release=False))
+    call = lockbed.release(unique_name, "not-the-holder")
+    assert call.body["error"].startswith(f"LOGIC ERROR: lock '{unique_name}' is held by e2e:")
+    assert holder["lock_id"] in call.body["error"]
+    assert lockbed.redis.exists(holder["key"], holder["meta_key"]) == 2
+    assert lockbed.release(unique_name, holder["lock_id"]).body["released"] is True
+
+
+def test_l10_a_late_release_deletes_nothing_of_the_new_holder(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    first = acquired(lockbed.lock(unique_name, ttl=2, release=False))
+    second = acquired(lockbed.lock(unique_name, release=False))
+    late = lockbed.release(unique_name, first["lock_id"])
+    assert late.body["error"].startswith("LOGIC ERROR:"), late.body
+    assert second["lock_id"] in late.body["error"]
+    assert lockbed.redis.exists(second["key"], second["meta_key"]) == 2
+    assert second["fence"] > first["fence"]
+    assert lockbed.release(unique_name, second["lock_id"]).body["released"] is True
+
+
+def test_l12_the_error_handler_releases_registered_scopes_only(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    handler = lockbed.workflow_id("error_handler_lock_cleanup")
+    runs_before = len(lockbed.executions(handler))
+
+    failed = lockbed.lock(REGISTERED_SCOPE, fail=True, ttl=120)
+    assert failed.status >= 400 or "error" in str(failed.body)
+    wait_until(
+        lambda: not lockbed.redis.exists(f"n8n-lock-{REGISTERED_SCOPE}"),
+        15,
+        "the registered lock is released by the error handler",
+    )
+    assert not lockbed.redis.exists(f"n8n-lock-{REGISTERED_SCOPE}:meta")
+
+    lockbed.lock(unique_name, fail=True, ttl=120)
+    wait_until(
+        lambda: len(lockbed.executions(handler)) >= runs_before + 2,
+        15,
+        "the error handler ran for the unregistered scope",
+    )
+    wait_until(
+        lambda: all(e["finished"] for e in lockbed.executions(handler)),
+        15,
+        "the error handler finished",
+    )
+    assert lockbed.redis.exists(f"n8n-lock-{unique_name}") == 1
+    assert 0 < lockbed.redis.ttl(f"n8n-lock-{unique_name}") <= 120
+
+
+def test_l15_a_counter_without_meta_heals_by_ttl(lockbed: LockBed, unique_name: str) -> None:
+    key = f"n8n-lock-{unique_name}"
+    lockbed.redis.set(key, "1", ex=3)  # a holder that crashed between INCR and its meta
+    release = lockbed.release(unique_name, "whoever")
+    assert release.body == {
+        "released": True,
+        "idempotent": True,
+        "scope": unique_name,
+        "lock_id": "whoever",
+    }
+    assert lockbed.redis.exists(key) == 1, "an idempotent release must delete nothing"
+    started = time.monotonic()
+    acquired(lockbed.lock(unique_name))
+    assert time.monotonic() - started <= 3 + lockbed.poll + MARGIN
+
+
+def test_l20_three_input_items_take_the_lock_once(lockbed: LockBed, unique_name: str) -> None:
+    holder = acquired(lockbed.lock(unique_name, items=3, release=False))
+    assert lockbed.redis.get(holder["key"]) == "1"
+    assert lockbed.redis.get(f"{holder['key']}:fence") == "1"
+    assert lockbed.release(unique_name, holder["lock_id"]).body["idempotent"] is False
+
+
+def test_l25_fences_strictly_increase(lockbed: LockBed, unique_name: str) -> None:
+    fences = [acquired(lockbed.lock(unique_name))["fence"] for _ in range(5)]
+    assert fences == sorted(set(fences)) and len(fences) == 5
+
+
+@pytest.mark.parametrize("ttl", [0, -5])
+def test_invalid_ttl_is_refused_by_the_primitive(
+    lockbed: LockBed, unique_name: str, ttl: int
+) -> None:
+    call = lockbed.lock(unique_name, ttl=ttl)
+    assert call.body["acquired"] is False
+    assert "ttl_seconds must be a number >= 1" in call.body["error"]
+    assert lockbed.redis.keys(f"n8n-lock-{unique_name}*") == []
+
+
+def test_pushing_again_sends_no_write(lockbed: LockBed) -> None:
+    from tests.e2e.lockbed import run_cli
+
+    result = run_cli(lockbed.root, "push", "--env", "e2e")
+    assert "7 workflow(s): 7 identical, 0 published" in result.stderr, result.stderr

@@ -1,0 +1,100 @@
+"""Redis and n8n as Docker containers via testcontainers (used when a Docker engine answers).
+
+Not exercised on the machines without Docker where this was written; kept small and isolated.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from .client import bootstrap_api_key
+from .endpoints import N8nInstance, RedisEndpoint, instance_for
+from .errors import SetupFailed
+from .n8n_process import READY_TIMEOUT, n8n_settings
+from .progress import Progress, Stopwatch
+from .readiness import wait_until_ready
+from .redis_server import wait_until_pingable
+
+REDIS_IMAGE = "redis:7"
+N8N_IMAGE = "docker.n8n.io/n8nio/n8n"
+REDIS_ALIAS = "redis"  # how n8n reaches Redis on the shared network
+N8N_PORT = 5678
+
+
+def docker_available() -> bool:
+    """True when a Docker engine answers quickly; any error at all means no."""
+    try:
+        import docker  # type: ignore[import-untyped]  # docker-py ships no type information
+
+        client = docker.from_env(timeout=3)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(self, stack: ExitStack, progress: Progress) -> None:
+        self.progress = progress
+        self.network = Network().create()
+        stack.callback(self.network.remove)
+
+    def redis(self, stack: ExitStack, workdir: Path) -> RedisEndpoint:
+        container = DockerContainer(REDIS_IMAGE).with_exposed_ports(6379)
+        container.with_network(self.network).with_network_aliases(REDIS_ALIAS)
+        _start(stack, container)
+        host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
+        url = f"redis://{host}:{port}/0"
+        wait_until_pingable(url)
+        return RedisEndpoint(url=url, host_for_n8n=REDIS_ALIAS, port_for_n8n=6379)
+
+    def n8n(
+        self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+    ) -> N8nInstance:
+        container = DockerContainer(f"{N8N_IMAGE}:{version}").with_exposed_ports(N8N_PORT)
+        container.with_network(self.network).with_envs(**n8n_settings(version))
+        watch = Stopwatch()
+        _start(stack, container)
+        base_url = (
+            f"http://{container.get_container_host_ip()}:{container.get_exposed_port(N8N_PORT)}"
+        )
+        self.progress(f"starting n8n {version} container on {base_url}")
+        try:
+            wait_until_ready(base_url, timeout=READY_TIMEOUT, alive=lambda: _running(container))
+        except SetupFailed as exc:
+            raise SetupFailed(f"n8n {version} container: {exc}\n{_logs(container)}") from exc
+        self.progress(f"n8n {version} container ready after {watch}")
+        return instance_for(
+            base_url=base_url,
+            api_key=bootstrap_api_key(base_url),
+            version=version,
+            redis=redis,
+            backend=self.name,
+        )
+
+
+def _start(stack: ExitStack, container: DockerContainer) -> None:
+    container.start()
+    stack.callback(container.stop)
+
+
+def _running(container: DockerContainer) -> bool:
+    try:
+        container.reload()  # status is cached from the last inspect otherwise
+        return container.status == "running"
+    except Exception:  # the engine may already have removed it
+        return False
+
+
+def _logs(container: DockerContainer, lines: int = 60) -> str:
+    stdout, stderr = container.get_logs()
+    text = (stdout + stderr).decode(errors="replace")
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,93 @@
+"""Child processes (redis-server, n8n) that the test bed starts and must always stop."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+STOP_GRACE_SECONDS = 10.0
+
+# Every process started here until it is stopped; the e2e conftest checks at session end that
+# this is empty, which is how a missing finalizer would show up.
+_LIVE: dict[int, ManagedProcess] = {}
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    _log_file: IO[bytes] = field(repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError as exc:
+            return f"(no log: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM the whole process group, SIGKILL it after a grace period.
+
+        The group matters for n8n: it spawns a task-runner child that must not outlive it.
+        """
+        try:
+            if self.is_alive():
+                _signal_group(self.pid, signal.SIGTERM)
+                try:
+                    self.popen.wait(timeout=STOP_GRACE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    _signal_group(self.pid, signal.SIGKILL)
+                    self.popen.wait(timeout=STOP_GRACE_SECONDS)
+            # Children that ignored SIGTERM or were orphaned by the leader's exit.
+            _signal_group(self.pid, signal.SIGKILL)
+        finally:
+            self._log_file.close()
+            _LIVE.pop(self.pid, None)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is already gone
+        os.killpg(pgid, sig)
+
+
+def start_process(
+    name: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log_path: Path,
+) -> ManagedProcess:
+    log_file = log_path.open("ab")
+    # start_new_session: own process group (killed as a unit) and no SIGINT from the terminal,
+    # so Ctrl-C reaches pytest only and teardown stops the children in order.
+    popen = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    process = ManagedProcess(name=name, popen=popen, log_path=log_path, _log_file=log_file)
+    _LIVE[process.pid] = process
+    return process
+
+
+def live_processes() -> list[ManagedProcess]:
+    return list(_LIVE.values())
