@@ -17,8 +17,7 @@ setup: $(BIN)/n8nlock
 ## demo: set up, then run the main job on the bundled example workspace (envs/)
 demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO) && cp -r envs $(DEMO)/envs
-	cd $(DEMO) && ../../$(BIN)/n8nlock create-lock --include-error-handler --include-rate-limit
-	cd $(DEMO) && ../../$(BIN)/n8nlock validate --env dev
+	$(BIN)/python -m tests.testbed.demo $(DEMO)
 
 ## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
 ## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x.
@@ -27,6 +26,6 @@ test: setup lint
 	N8NLOCK_TEST_N8N_VERSIONS=1.123.81 $(BIN)/pytest tests/e2e
 
 lint: setup
-	$(BIN)/ruff check n8n_lockkit tests
-	$(BIN)/ruff format --check n8n_lockkit tests
+	$(BIN)/ruff check n8n_lockkit tests bench
+	$(BIN)/ruff format --check n8n_lockkit tests bench
 	$(BIN)/mypy

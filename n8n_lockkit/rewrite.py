@@ -1,0 +1,99 @@
+"""Plans for add-lock-to-workflow and add-rate-limit: the workflow file and the env files
+change together, or not at all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from n8n_lockkit.envconfig import EnvFile
+from n8n_lockkit.errors import LockkitError, WorkflowFileError
+from n8n_lockkit.plan import FileChange, Plan, read_text_or_none
+from n8n_lockkit.primitives import ERROR_HANDLER, LOCK_ACQUISITION, LOCK_RELEASE, RATE_LIMIT
+from n8n_lockkit.render import dump_workflow
+from n8n_lockkit.scope import parse_scope
+from n8n_lockkit.workspace import Workspace, workflow_key
+from n8n_lockkit.wrap import LockConfig, RateLimitConfig, read_configs, unwrap, wrap
+
+
+def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:
+    path = workspace.workflow_path(key)
+    text = read_text_or_none(path)
+    if text is None:
+        known = ", ".join(workflow_key(p) for p in workspace.workflow_files()) or "none yet"
+        raise WorkflowFileError(
+            f"no workflow {key!r}: {workspace.relative(path)} does not exist",
+            hint=f"workflow keys in this workspace: {known}",
+        )
+    try:
+        workflow = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise WorkflowFileError(
+            f"{workspace.relative(path)}: not valid JSON (line {err.lineno}, column {err.colno}: "
+            f"{err.msg})",
+            hint="fix the file (`n8nlock validate` shows where); nothing changed",
+        ) from err
+    if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
+        raise WorkflowFileError(
+            f"{workspace.relative(path)}: not an n8n workflow",
+            hint="export the workflow from n8n as JSON",
+        )
+    return path, text, workflow
+
+
+def _require(workspace: Workspace, envs: Sequence[EnvFile], keys: Sequence[str], how: str) -> None:
+    for key in keys:
+        if not workspace.workflow_path(key).is_file():
+            raise LockkitError(f"primitive {key} is not in this workspace", hint=f"run `{how}`")
+        for env in envs:
+            if key not in (env.data.get("workflows") or {}):
+                raise LockkitError(
+                    f"primitive {key} is not registered in env {env.name}",
+                    hint=f"run `{how} --env {env.name}`",
+                )
+
+
+def _at_least_one(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise LockkitError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+
+
+def plan_add_lock(
+    workspace: Workspace, key: str, config: LockConfig, envs: Sequence[EnvFile]
+) -> Plan:
+    _at_least_one(ttl_seconds=config.ttl_seconds, max_wait_seconds=config.max_wait_seconds)
+    scope = parse_scope(config.scope)
+    needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key]
+    how = "n8nlock create-lock"
+    if config.lock_on_error:
+        needed.append(ERROR_HANDLER.key)
+        how += " --include-error-handler"
+    _require(workspace, envs, needed, how)
+    path, text, workflow = load_workflow(workspace, key)
+    _, rate = read_configs(workflow)
+    wrapped = wrap(unwrap(workflow), key, config, rate)
+    messages: list[str] = []
+    if scope.static is not None:
+        for env in envs:
+            env.add_lock_scope(scope.static)
+    else:
+        messages.append(
+            f"scope {config.scope} is dynamic, so the cleanup handler cannot know it: after a "
+            f"failed execution the lock heals when its TTL ({config.ttl_seconds} s) runs out. "
+            "Add known scopes to lockScopes in the env file to have them cleaned at once."
+        )
+    changes = (FileChange(path, text, dump_workflow(wrapped)), *(e.change() for e in envs))
+    return Plan(changes, tuple(messages))
+
+
+def plan_add_rate_limit(workspace: Workspace, key: str, config: RateLimitConfig) -> Plan:
+    _at_least_one(limit=config.limit, window_seconds=config.window_seconds)
+    parse_scope(config.scope)
+    _require(workspace, [], [RATE_LIMIT.key], "n8nlock create-lock --include-rate-limit")
+    path, text, workflow = load_workflow(workspace, key)
+    lock, _ = read_configs(workflow)
+    wrapped = wrap(unwrap(workflow), key, lock, config)
+    return Plan((FileChange(path, text, dump_workflow(wrapped)),))

@@ -1,0 +1,567 @@
+"""Wrap a workflow's body in a rate limit and/or a lock, and take the wrapping off again.
+
+`wrap(body, …)` is a pure function of the unwrapped workflow and the two configs, and
+`unwrap` recovers both from a wrapped workflow, so re-running a command with the same flags
+gives the same bytes and different flags update the nodes in place.
+
+Shape, per trigger T (rate limit first: it is cheap and must not queue on the lock):
+
+    T → Rate Limit → Rate Limit Allowed? ─true→ Rate Limit Restore Items → Lock Acquire
+        → Lock Restore Items → (the body, as before)
+                           └false→ Rate Limit Denied
+    every end of the body, and each Lock Restore Items → Lock Join → Lock Release Once?
+        → Lock Release → Lock Output
+
+Lock Join is a Merge node: under n8n's v1 execution order it runs once, after every branch
+of the body has finished (its input from Lock Restore Items guarantees it runs at all). The
+Restore nodes give the body the trigger's items again (Execute Workflow replaces them), and
+Lock Output answers with what the body's last node answered, for "last node" webhooks.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from n8n_lockkit import graph
+from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.graph import Node, Workflow, link
+
+MARK = "n8nlock:"
+HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
+LOCK_SHIFT = 440
+RATE_SHIFT = 660
+STEP = 220
+NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on the canvas
+NODE_HEIGHT = 100
+MAX_MERGE_INPUTS = 10
+ON_DENIED = ("passthrough", "stop", "error")
+_NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
+
+
+@dataclass(frozen=True)
+class LockConfig:
+    scope: str
+    ttl_seconds: int = 86400
+    max_wait_seconds: int = 86400
+    fail_fast: bool = False
+    lock_on_error: bool = False
+
+
+@dataclass(frozen=True)
+class RateLimitConfig:
+    scope: str
+    limit: int
+    window_seconds: int
+    on_denied: str = "passthrough"
+
+
+class WrapError(LockkitError):
+    """The workflow cannot be wrapped as asked."""
+
+
+def role_of(node: Node) -> str | None:
+    notes = str(node.get("notes", ""))
+    match = re.match(rf"{MARK}([a-z-]+)", notes)
+    return match.group(1) if match else None
+
+
+def _owned(
+    key: str,
+    role: str,
+    name: str,
+    kind: str,
+    version: float,
+    position: list[int],
+    parameters: dict[str, Any],
+    **extra: Any,
+) -> Node:
+    node_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{role}:{name}"))
+    return {
+        "id": node_id,
+        "name": name,
+        "type": kind,
+        "typeVersion": version,
+        "position": position,
+        "parameters": parameters,
+        "notes": f"{MARK}{role} — managed by n8nlock; re-run its command to change it",
+        **extra,
+    }
+
+
+def _call(primitive: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "source": "database",
+        "workflowId": {
+            "__rl": True,
+            "mode": "id",
+            "value": f"{{{{@:env:workflows.{primitive}.id}}}}",
+        },
+        "workflowInputs": {
+            "mappingMode": "defineBelow",
+            "value": values,
+            "matchingColumns": [],
+            "schema": [],
+        },
+        "mode": "once",
+        "options": {"waitForSubWorkflow": True},
+    }
+
+
+def _if(key: str, expression: str) -> dict[str, Any]:
+    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
+    return {
+        "conditions": {
+            "options": {
+                "caseSensitive": True,
+                "leftValue": "",
+                "typeValidation": "strict",
+                "version": 2,
+            },
+            "conditions": [
+                {
+                    "id": condition_id,
+                    "leftValue": f"={{{{ {expression} }}}}",
+                    "rightValue": True,
+                    "operator": {"type": "boolean", "operation": "true", "singleValue": True},
+                }
+            ],
+            "combinator": "and",
+        },
+        "options": {},
+    }
+
+
+def _code(source: str) -> dict[str, Any]:
+    return {"mode": "runOnceForAllItems", "language": "javaScript", "jsCode": source}
+
+
+def _restore_items(trigger: str) -> dict[str, Any]:
+    return _code(
+        f"// n8nlock: hand the body the trigger's items again\n"
+        f"return $({json.dumps(trigger)}).all();"
+    )
+
+
+@dataclass
+class _Builder:
+    key: str
+    workflow: Workflow
+    single_trigger: bool
+    join_y: int = 0
+
+    def name(self, base: str, trigger: str) -> str:
+        return base if self.single_trigger else f"{base} ({trigger})"
+
+    def add(self, node: Node) -> str:
+        if any(n["name"] == node["name"] for n in self.workflow["nodes"]):
+            raise WrapError(
+                f"the workflow already has a node named {node['name']!r}",
+                hint="rename that node; n8nlock reserves the name",
+            )
+        node["position"] = self.free_spot(node["position"])
+        self.workflow["nodes"].append(node)
+        return str(node["name"])
+
+    def free_spot(self, wanted: list[int]) -> list[int]:
+        """`wanted`, or the nearest spot below or above it where no node sits."""
+        x, y = wanted
+        taken = [
+            n["position"]
+            for n in self.workflow["nodes"]
+            if n.get("type") != graph.STICKY_NOTE and "position" in n
+        ]
+        for dy in (0, *(d * sign for d in range(160, 1600, 160) for sign in (1, -1))):
+            if all(
+                abs(px - x) >= NODE_WIDTH or abs(py - (y + dy)) >= NODE_HEIGHT for px, py in taken
+            ):
+                return [x, y + dy]
+        return [x, y]
+
+    def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
+        main = self.workflow["connections"].setdefault(source, {}).setdefault("main", [])
+        while len(main) <= output:
+            main.append([])
+        main[output].append(link(target, index))
+
+
+def _rate_limit(b: _Builder, trigger: Node, config: RateLimitConfig) -> str:
+    x, y = trigger["position"]
+    t = trigger["name"]
+    rate = b.add(
+        _owned(
+            b.key,
+            "rate-limit",
+            b.name("Rate Limit", t),
+            "n8n-nodes-base.executeWorkflow",
+            1.2,
+            [x + STEP, y],
+            _call(
+                "rate_limit_check",
+                {
+                    "scope": config.scope,
+                    "limit": config.limit,
+                    "windowSeconds": config.window_seconds,
+                },
+            ),
+        )
+    )
+    allowed = b.add(
+        _owned(
+            b.key,
+            "rate-allowed",
+            b.name("Rate Limit Allowed?", t),
+            "n8n-nodes-base.if",
+            2.2,
+            [x + 2 * STEP, y],
+            _if(b.key, "$json.allowed === true"),
+        )
+    )
+    restore = b.add(
+        _owned(
+            b.key,
+            "rate-restore",
+            b.name("Rate Limit Restore Items", t),
+            "n8n-nodes-base.code",
+            2,
+            [x + 3 * STEP, y],
+            _restore_items(t),
+        )
+    )
+    denied = b.add(_denied_node(b, t, [x + 3 * STEP, y + 200], config.on_denied))
+    b.connect(t, 0, rate)
+    b.connect(rate, 0, allowed)
+    b.connect(allowed, 0, restore)
+    b.connect(allowed, 1, denied)
+    return restore
+
+
+_DENIAL = (
+    "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
+    "window, limit {{ $json.limit }}"
+)
+
+
+def _denied_node(b: _Builder, trigger: str, position: list[int], on_denied: str) -> Node:
+    name = b.name("Rate Limit Denied", trigger)
+    if on_denied == "error":
+        return _owned(
+            b.key,
+            "rate-denied-error",
+            name,
+            "n8n-nodes-base.stopAndError",
+            1,
+            position,
+            {"errorType": "errorMessage", "errorMessage": f"={_DENIAL}"},
+        )
+    if on_denied == "stop":
+        return _owned(b.key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
+    message = _DENIAL.replace("{{ $json.", "${r.").replace(" }}", "}")
+    source = (
+        "// n8nlock: answer a denied call instead of running the workflow\n"
+        "const r = $input.first().json;\n"
+        f"return [{{ json: {{ ...r, allowed: false, message: `{message}` }} }}];"
+    )
+    return _owned(
+        b.key, "rate-denied-passthrough", name, "n8n-nodes-base.code", 2, position, _code(source)
+    )
+
+
+def _acquire(b: _Builder, after: str, trigger: str, config: LockConfig) -> tuple[str, str]:
+    x, y = next(n for n in b.workflow["nodes"] if n["name"] == after)["position"]
+    values = {
+        "scope": config.scope,
+        "ttl_seconds": config.ttl_seconds,
+        "execution_id": "={{ $execution.id }}",
+        "wait_till_lock_released": not config.fail_fast,
+        "max_wait_seconds": config.max_wait_seconds,
+        "workflow_id": "={{ $workflow.id }}",
+        "workflow_name": "={{ $workflow.name }}",
+    }
+    acquire = b.add(
+        _owned(
+            b.key,
+            "lock-acquire",
+            b.name("Lock Acquire", trigger),
+            "n8n-nodes-base.executeWorkflow",
+            1.2,
+            [x + STEP, y],
+            _call("lock_acquisition", values),
+        )
+    )
+    restore = b.add(
+        _owned(
+            b.key,
+            "lock-restore",
+            b.name("Lock Restore Items", trigger),
+            "n8n-nodes-base.code",
+            2,
+            [x + 2 * STEP, y],
+            _restore_items(trigger),
+        )
+    )
+    b.connect(after, 0, acquire)
+    b.connect(acquire, 0, restore)
+    return acquire, restore
+
+
+def _acquired(acquires: list[str], field: str) -> str:
+    if len(acquires) == 1:
+        return f"={{{{ $({json.dumps(acquires[0])}).first().json.{field} }}}}"
+    names = json.dumps(acquires)
+    return f"={{{{ {names}.map((n) => $(n)).find((n) => n.isExecuted).first().json.{field} }}}}"
+
+
+def _merge(b: _Builder, name: str, inputs: list[tuple[str, int]], position: list[int]) -> str:
+    join = b.add(
+        _owned(
+            b.key,
+            "lock-join",
+            name,
+            "n8n-nodes-base.merge",
+            3,
+            position,
+            {"numberInputs": max(2, len(inputs))},
+        )
+    )
+    for index, (source, output) in enumerate(inputs):
+        b.connect(source, output, join, index)
+    return join
+
+
+def _join(b: _Builder, inputs: list[tuple[str, int]], position: list[int]) -> str:
+    """One Merge node, or one per ten inputs feeding a last one (Merge takes ten at most)."""
+    chunks = [inputs[i : i + MAX_MERGE_INPUTS] for i in range(0, len(inputs), MAX_MERGE_INPUTS)]
+    if len(chunks) > 1:
+        x, y = position
+        inputs = [
+            (_merge(b, f"Lock Join {i + 1}", chunk, [x, y + 200 * (i + 1)]), 0)
+            for i, chunk in enumerate(chunks)
+        ]
+        position = [x + STEP, y]
+    return _merge(b, "Lock Join", inputs, position)
+
+
+def _output_code(terminals: list[tuple[str, int]]) -> dict[str, Any]:
+    listed = json.dumps([[name, output] for name, output in terminals])
+    return _code(
+        "// n8nlock: answer with what the body's last node produced (for 'last node' webhooks)\n"
+        f"const ends = {listed};\n"
+        "for (const [name, output] of ends.reverse()) {\n"
+        "  if (!$(name).isExecuted) continue;\n"
+        "  const items = $(name).all(output);\n"
+        "  if (items.length > 0) return items;\n"
+        "}\n"
+        "return [];"
+    )
+
+
+def _release(
+    b: _Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
+) -> None:
+    x = max(int(n["position"][0]) for n in b.workflow["nodes"]) + STEP
+    y = b.join_y
+    join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
+    x = int(next(n for n in b.workflow["nodes"] if n["name"] == join)["position"][0])
+    once = b.add(
+        _owned(
+            b.key,
+            "lock-release-once",
+            "Lock Release Once?",
+            "n8n-nodes-base.if",
+            2.2,
+            [x + STEP, y],
+            _if(b.key, "!$('Lock Release').isExecuted"),
+        )
+    )
+    release = b.add(
+        _owned(
+            b.key,
+            "lock-release",
+            "Lock Release",
+            "n8n-nodes-base.executeWorkflow",
+            1.2,
+            [x + 2 * STEP, y - 100],
+            _call(
+                "lock_release",
+                {"scope": _acquired(acquires, "scope"), "lock_id": _acquired(acquires, "lock_id")},
+            ),
+        )
+    )
+    output = b.add(
+        _owned(
+            b.key,
+            "lock-output",
+            "Lock Output",
+            "n8n-nodes-base.code",
+            2,
+            [x + 3 * STEP, y],
+            _output_code(terminals),
+        )
+    )
+    b.connect(join, 0, once)
+    b.connect(once, 0, release)
+    b.connect(once, 1, output)
+    b.connect(release, 0, output)
+
+
+def _entry_triggers(workflow: Workflow) -> list[Node]:
+    found = []
+    for trigger in graph.triggers(workflow):
+        main = graph.outputs(workflow, trigger["name"])
+        if len([links for links in main if links]) > 1:
+            raise WrapError(
+                f"trigger {trigger['name']!r} has several connected outputs",
+                hint="n8nlock wraps a trigger's first output; use one output",
+            )
+        if main and main[0]:
+            found.append(trigger)
+    if not found:
+        raise WrapError(
+            "the workflow has no trigger connected to other nodes",
+            hint="a lock protects what runs after a trigger; add one first",
+        )
+    return found
+
+
+def _normalise(workflow: Workflow) -> None:
+    connections = workflow.setdefault("connections", {})
+    for name in list(connections):
+        main = connections[name].get("main")
+        if main is not None:
+            connections[name]["main"] = graph.trim_outputs(main)
+            if not connections[name]["main"] and len(connections[name]) == 1:
+                del connections[name]
+
+
+def _shift(workflow: Workflow, dx: int) -> None:
+    for node in workflow["nodes"]:
+        if not graph.is_trigger(node) and "position" in node:
+            node["position"] = [node["position"][0] + dx, node["position"][1]]
+
+
+def wrap(
+    body: Workflow, key: str, lock: LockConfig | None, rate: RateLimitConfig | None
+) -> Workflow:
+    """The body with the rate limit and lock nodes around it (a new dict)."""
+    workflow = copy.deepcopy(body)
+    _normalise(workflow)
+    if lock is None and rate is None:
+        return workflow
+    entries = _entry_triggers(workflow)
+    ends = graph.terminal_outputs(workflow, [t["name"] for t in entries])
+    _shift(workflow, (RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0))
+    b = _Builder(key, workflow, len(entries) == 1, entries[0]["position"][1])
+    acquires, restores = [], []
+    for trigger in entries:
+        body_links = workflow["connections"][trigger["name"]]["main"][0]
+        workflow["connections"][trigger["name"]]["main"][0] = []
+        last = _rate_limit(b, trigger, rate) if rate else trigger["name"]
+        if lock:
+            acquire, last = _acquire(b, last, trigger["name"], lock)
+            acquires.append(acquire)
+            restores.append(last)
+        workflow["connections"].setdefault(last, {})["main"] = [body_links]
+    if lock:
+        _release(b, acquires, restores, ends)
+        _set_error_workflow(workflow, lock.lock_on_error)
+    return workflow
+
+
+def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:
+    if not lock_on_error:
+        return
+    settings = workflow.setdefault("settings", {})
+    current = settings.get("errorWorkflow")
+    if current and current != HANDLER_ID:
+        raise WrapError(
+            f"the workflow already names error workflow {current!r}; n8n allows only one",
+            hint="drop --lock-on-error (the lock then heals by TTL), or call the cleanup from "
+            "your own error workflow",
+        )
+    settings["errorWorkflow"] = HANDLER_ID
+
+
+_CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
+
+
+def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str) -> str | None:
+    """The last Restore node of the chain n8nlock put after `trigger`, if any."""
+    current, end = trigger, None
+    while True:
+        first = (graph.outputs(workflow, current) or [[]])[0]
+        following = [str(x["node"]) for x in first if roles.get(str(x["node"])) in _CHAIN]
+        if not following:
+            return end
+        current = following[0]
+        if roles[current] in ("rate-restore", "lock-restore"):
+            end = current
+
+
+def _values(workflow: Workflow, role: str) -> dict[str, Any] | None:
+    for node in workflow["nodes"]:
+        if role_of(node) == role:
+            values: dict[str, Any] = node["parameters"]["workflowInputs"]["value"]
+            return values
+    return None
+
+
+def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
+    """The lock and rate limit a wrapped workflow carries, as the nodes say."""
+    lock = rate = None
+    values = _values(workflow, "lock-acquire")
+    if values is not None:
+        lock = LockConfig(
+            scope=str(values["scope"]),
+            ttl_seconds=int(values["ttl_seconds"]),
+            max_wait_seconds=int(values["max_wait_seconds"]),
+            fail_fast=values.get("wait_till_lock_released") is False,
+            lock_on_error=(workflow.get("settings") or {}).get("errorWorkflow") == HANDLER_ID,
+        )
+    values = _values(workflow, "rate-limit")
+    if values is not None:
+        denied = next(
+            (r for n in workflow["nodes"] if (r := role_of(n) or "").startswith("rate-denied-")),
+            "rate-denied-passthrough",
+        )
+        rate = RateLimitConfig(
+            str(values["scope"]),
+            int(values["limit"]),
+            int(values["windowSeconds"]),
+            denied.removeprefix("rate-denied-"),
+        )
+    return lock, rate
+
+
+def unwrap(workflow: Workflow) -> Workflow:
+    """The workflow as it was before n8nlock wrapped it (a new dict)."""
+    result = copy.deepcopy(workflow)
+    roles = {str(n["name"]): r for n in result.get("nodes", []) if (r := role_of(n))}
+    if not roles:
+        return result
+    lock, rate = read_configs(result)
+    connections = result.setdefault("connections", {})
+    for trigger in graph.triggers(result):
+        end = _chain_end(result, roles, trigger["name"])
+        if end is not None:
+            body = [x for x in graph.outputs(result, end)[0] if x["node"] not in roles]
+            connections[trigger["name"]]["main"][0] = body
+    result["nodes"] = [n for n in result["nodes"] if n["name"] not in roles]
+    for name in list(connections):
+        if name in roles:
+            del connections[name]
+            continue
+        for kind, outputs in connections[name].items():
+            connections[name][kind] = [
+                [x for x in links or [] if x["node"] not in roles] for links in outputs
+            ]
+    _normalise(result)
+    _shift(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
+    settings = result.get("settings") or {}
+    if settings.get("errorWorkflow") == HANDLER_ID:
+        del settings["errorWorkflow"]
+    return result

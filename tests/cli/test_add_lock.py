@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from n8n_lockkit.scaffold import env_text
+from tests.conftest import Invoke, explain, snapshot
+
+CORPUS = Path(__file__).parent.parent / "corpus"
+ORDER_SCOPE = "={{ 'order-' + $json.body.orderId }}"
+
+
+@pytest.fixture
+def locked(workspace: Path, invoke: Invoke) -> Path:
+    """A workspace with every primitive and two corpus workflows."""
+    result = invoke("create-lock", "--include-error-handler", "--include-rate-limit", cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    for name in ("order_update", "code_heavy"):
+        shutil.copy(CORPUS / f"{name}.template.json", workspace / "workflows")
+    return workspace
+
+
+def add_lock(invoke: Invoke, root: Path, key: str, scope: str, *flags: str) -> Result:
+    return invoke(
+        "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope, *flags, cwd=root
+    )
+
+
+def add_rate_limit(invoke: Invoke, root: Path, key: str, scope: str, *flags: str) -> Result:
+    return invoke(
+        "add-rate-limit",
+        "--workflow-key",
+        key,
+        "--scope-expression",
+        scope,
+        "--limit",
+        "5",
+        "--window-seconds",
+        "60",
+        *flags,
+        cwd=root,
+    )
+
+
+def workflow(root: Path, key: str) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(
+        (root / "workflows" / f"{key}.template.json").read_text()
+    )
+    return loaded
+
+
+def node_names(root: Path, key: str) -> list[str]:
+    return [n["name"] for n in workflow(root, key)["nodes"]]  # type: ignore[attr-defined]
+
+
+def test_add_lock_wraps_validates_and_is_idempotent(locked: Path, invoke: Invoke) -> None:
+    args = (
+        "add-lock-to-workflow",
+        "--workflow-key",
+        "order_update",
+        "--scope-expression",
+        ORDER_SCOPE,
+        "--ttl-seconds",
+        "60",
+    )
+    result = invoke(*args, cwd=locked)
+    assert result.exit_code == 0, explain(result)
+    assert "Lock Acquire" in node_names(locked, "order_update")
+    assert "scope ={{ 'order-' + $json.body.orderId }} is dynamic" in result.stderr
+    assert invoke("validate", cwd=locked).exit_code == 0
+    before = snapshot(locked)
+    again = invoke(*args, cwd=locked)
+    assert again.exit_code == 0, explain(again)
+    assert snapshot(locked) == before
+    assert "nothing to do" in again.stderr
+
+
+def test_other_flags_update_the_lock_in_place(locked: Path, invoke: Invoke) -> None:
+    base = ("add-lock-to-workflow", "--workflow-key", "code_heavy", "--scope-expression", "orders")
+    assert invoke(*base, cwd=locked).exit_code == 0
+    result = invoke(*base, "--fail-fast", "--ttl-seconds", "30", cwd=locked)
+    assert result.exit_code == 0, explain(result)
+    acquire = next(
+        n
+        for n in workflow(locked, "code_heavy")["nodes"]  # type: ignore[attr-defined]
+        if n["name"] == "Lock Acquire"
+    )
+    values = acquire["parameters"]["workflowInputs"]["value"]
+    assert values["ttl_seconds"] == 30 and values["wait_till_lock_released"] is False
+    assert node_names(locked, "code_heavy").count("Lock Acquire") == 1
+
+
+def test_a_static_scope_is_registered_once(locked: Path, invoke: Invoke) -> None:
+    args = (
+        "add-lock-to-workflow",
+        "--workflow-key",
+        "code_heavy",
+        "--scope-expression",
+        "={{ 'invoices' }}",
+        "--lock-on-error",
+    )
+    for _ in range(2):
+        result = invoke(*args, cwd=locked)
+        assert result.exit_code == 0, explain(result)
+    env = (locked / "envs" / "dev.yml").read_text()
+    assert env.endswith(
+        "lockScopes:                   # static scopes that "
+        "error_handler_lock_cleanup cleans\n  - invoices\n"
+    )
+    settings = workflow(locked, "code_heavy")["settings"]
+    assert settings == {
+        "executionOrder": "v1",
+        "errorWorkflow": "{{@:env:workflows.error_handler_lock_cleanup.id}}",
+    }
+
+
+def test_several_envs_need_a_choice_and_nothing_changes(locked: Path, invoke: Invoke) -> None:
+    (locked / "envs" / "prod.yml").write_text(env_text("prod"))
+    before = snapshot(locked)
+    result = add_lock(invoke, locked, "code_heavy", "x")
+    assert result.exit_code == 3, explain(result)
+    assert snapshot(locked) == before
+
+
+def test_an_existing_error_workflow_is_not_overwritten(locked: Path, invoke: Invoke) -> None:
+    path = locked / "workflows" / "code_heavy.template.json"
+    data = json.loads(path.read_text())
+    data["settings"]["errorWorkflow"] = "alerts123"
+    path.write_text(json.dumps(data))
+    before = snapshot(locked)
+    result = add_lock(invoke, locked, "code_heavy", "x", "--lock-on-error")
+    assert result.exit_code == 3, explain(result)
+    assert "already names error workflow 'alerts123'" in result.stderr
+    assert snapshot(locked) == before
+
+
+@pytest.mark.parametrize("scope", ["", "={{ $json.a", "order-{{ $json.id }}"])
+def test_a_bad_scope_expression_is_refused(locked: Path, invoke: Invoke, scope: str) -> None:
+    before = snapshot(locked)
+    result = add_lock(invoke, locked, "code_heavy", scope)
+    assert result.exit_code == 3, explain(result)
+    assert result.stderr.startswith("Error: ")
+    assert snapshot(locked) == before
+
+
+def test_missing_primitives_say_to_run_create_lock(workspace: Path, invoke: Invoke) -> None:
+    shutil.copy(CORPUS / "code_heavy.template.json", workspace / "workflows")
+    result = add_lock(invoke, workspace, "code_heavy", "x")
+    assert result.exit_code == 3, explain(result)
+    assert "Hint: run `n8nlock create-lock`" in result.stderr
+
+
+def test_a_missing_workflow_lists_the_keys(locked: Path, invoke: Invoke) -> None:
+    result = add_lock(invoke, locked, "nope", "x")
+    assert result.exit_code == 3, explain(result)
+    assert "no workflow 'nope'" in result.stderr and "code_heavy" in result.stderr
+
+
+def test_malformed_workflow_json_changes_nothing(locked: Path, invoke: Invoke) -> None:
+    (locked / "workflows" / "code_heavy.template.json").write_text('{"nodes": [')
+    before = snapshot(locked)
+    result = add_rate_limit(invoke, locked, "code_heavy", "x")
+    assert result.exit_code == 3, explain(result)
+    assert "not valid JSON (line 1" in result.stderr
+    assert snapshot(locked) == before
+
+
+def test_dry_run_writes_nothing(locked: Path, invoke: Invoke) -> None:
+    before = snapshot(locked)
+    result = add_lock(invoke, locked, "code_heavy", "x", "--dry-run")
+    assert result.exit_code == 0, explain(result)
+    assert "update  workflows/code_heavy.template.json" in result.stderr
+    assert snapshot(locked) == before
+
+
+def test_rate_limit_then_lock_keep_the_documented_order(locked: Path, invoke: Invoke) -> None:
+    assert add_lock(invoke, locked, "code_heavy", "x").exit_code == 0
+    result = add_rate_limit(
+        invoke, locked, "code_heavy", "=api-{{ $json.body.customer }}", "--on-denied", "error"
+    )
+    assert result.exit_code == 0, explain(result)
+    data = workflow(locked, "code_heavy")
+    assert data["connections"]["Webhook"]["main"][0][0]["node"] == "Rate Limit"  # type: ignore[index]
+    assert invoke("validate", cwd=locked).exit_code == 0
+    before = snapshot(locked)
+    assert (
+        add_rate_limit(
+            invoke, locked, "code_heavy", "=api-{{ $json.body.customer }}", "--on-denied", "error"
+        ).exit_code
+        == 0
+    )
+    assert snapshot(locked) == before
+
+
+def test_rate_limit_without_its_primitive_says_how(workspace: Path, invoke: Invoke) -> None:
+    invoke("create-lock", cwd=workspace)
+    shutil.copy(CORPUS / "code_heavy.template.json", workspace / "workflows")
+    result = add_rate_limit(invoke, workspace, "code_heavy", "x")
+    assert result.exit_code == 3, explain(result)
+    assert "create-lock --include-rate-limit" in result.stderr

@@ -1,0 +1,29 @@
+"""The test bed outside pytest: for the demo and the benchmarks."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from .backend import choose_backend
+from .endpoints import N8nInstance, RedisEndpoint
+
+DEFAULT_VERSION = "2.41.1"
+
+
+def _progress(message: str) -> None:
+    print(f"[n8nlock testbed] {message}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def running_testbed(version: str = DEFAULT_VERSION) -> Iterator[tuple[N8nInstance, RedisEndpoint]]:
+    """A real Redis and a real n8n (installed and cached on first use), stopped on exit."""
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="n8nlock-bed-") as tmp:
+        backend = choose_backend(stack, _progress)
+        for folder in ("redis", "n8n"):
+            (Path(tmp) / folder).mkdir()
+        redis = backend.redis(stack, Path(tmp) / "redis")
+        yield backend.n8n(stack, version, redis, Path(tmp) / "n8n"), redis

@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from n8n_lockkit import graph
+from n8n_lockkit.render import dump_workflow
+from n8n_lockkit.validate import check_workflow
+from n8n_lockkit.wrap import (
+    HANDLER_ID,
+    LockConfig,
+    RateLimitConfig,
+    WrapError,
+    read_configs,
+    unwrap,
+    wrap,
+)
+from tests.conftest import assert_golden
+
+CORPUS = Path(__file__).parent.parent / "corpus"
+GOLDEN = Path(__file__).parent.parent / "fixtures" / "wrap"
+NAMES = sorted(p.name.removesuffix(".template.json") for p in CORPUS.glob("*.template.json"))
+LOCK = LockConfig("={{ 'order-' + $json.body.orderId }}", 300, 60, False, True)
+RATE = RateLimitConfig("=api-{{ $json.body.customer }}", 5, 60, "passthrough")
+
+
+def load(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((CORPUS / f"{name}.template.json").read_text())
+    return loaded
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrapped_corpus_matches_golden(name: str, update_goldens: bool) -> None:
+    wrapped = wrap(load(name), name, LOCK, RATE if name == "merge_branches" else None)
+    assert_golden(GOLDEN / f"{name}.json", dump_workflow(wrapped), update_goldens)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("configs", [(LOCK, None), (None, RATE), (LOCK, RATE)], ids=str)
+def test_wrapping_is_valid_reversible_and_idempotent(
+    name: str, configs: tuple[LockConfig | None, RateLimitConfig | None]
+) -> None:
+    body = load(name)
+    wrapped = wrap(body, name, *configs)
+    assert check_workflow(wrapped, display=name, key=name) == []
+    assert unwrap(wrapped) == wrap(body, name, None, None)
+    assert read_configs(wrapped) == configs
+    assert wrap(unwrap(wrapped), name, *read_configs(wrapped)) == wrapped
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_new_nodes_do_not_overlap_existing_ones(name: str) -> None:
+    wrapped = wrap(load(name), name, LOCK, RATE)
+    nodes = [n for n in wrapped["nodes"] if n["type"] != graph.STICKY_NOTE]
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1 :]:
+            (ax, ay), (bx, by) = a["position"], b["position"]
+            assert abs(ax - bx) >= 180 or abs(ay - by) >= 100, f"{a['name']} overlaps {b['name']}"
+
+
+def test_unknown_keys_survive_a_rewrite() -> None:
+    body = load("code_heavy")
+    body["nodes"][1]["x-team"] = {"owner": "billing"}
+    body["x-extra"] = [1, 2]
+    wrapped = wrap(body, "code_heavy", LOCK, None)
+    assert wrapped["x-extra"] == [1, 2]
+    assert next(n for n in wrapped["nodes"] if n["name"] == "Parse")["x-team"] == {
+        "owner": "billing"
+    }
+    assert unwrap(wrapped)["nodes"][1]["x-team"] == {"owner": "billing"}
+
+
+def test_the_input_is_not_mutated() -> None:
+    body = load("merge_branches")
+    before = copy.deepcopy(body)
+    wrap(body, "merge_branches", LOCK, RATE)
+    assert body == before
+
+
+def test_release_uses_what_acquire_returned() -> None:
+    wrapped = wrap(load("if_one_branch"), "if_one_branch", LOCK, None)
+    release = next(n for n in wrapped["nodes"] if n["name"] == "Lock Release")
+    values = release["parameters"]["workflowInputs"]["value"]
+    assert values == {
+        "scope": '={{ $("Lock Acquire").first().json.scope }}',
+        "lock_id": '={{ $("Lock Acquire").first().json.lock_id }}',
+    }
+
+
+def test_every_end_of_the_body_reaches_the_join() -> None:
+    wrapped = wrap(load("switch_fallback"), "switch_fallback", LOCK, None)
+    join_inputs = sorted(
+        (source, output)
+        for source in wrapped["connections"]
+        for output, links in enumerate(graph.outputs(wrapped, source))
+        for x in links
+        if x["node"] == "Lock Join"
+    )
+    assert join_inputs == [("Lock Restore Items", 0), ("Other", 0), ("Refund", 0), ("Route", 1)]
+
+
+def test_two_triggers_get_one_acquire_each_and_one_release() -> None:
+    wrapped = wrap(load("two_triggers"), "two_triggers", LOCK, None)
+    names = [n["name"] for n in wrapped["nodes"]]
+    assert "Lock Acquire (Webhook)" in names and "Lock Acquire (Nightly)" in names
+    assert names.count("Lock Release") == 1
+
+
+def test_rate_limit_comes_before_the_lock() -> None:
+    wrapped = wrap(load("code_heavy"), "code_heavy", LOCK, RATE)
+    assert list(graph.targets(wrapped, "Webhook")) == ["Rate Limit"]
+    assert list(graph.targets(wrapped, "Rate Limit Restore Items")) == ["Lock Acquire"]
+    assert list(graph.targets(wrapped, "Lock Restore Items")) == ["Parse", "Lock Join"]
+
+
+def test_a_different_error_workflow_is_not_overwritten() -> None:
+    body = load("code_heavy")
+    body["settings"]["errorWorkflow"] = "my-alerts"
+    with pytest.raises(WrapError, match="already names error workflow 'my-alerts'"):
+        wrap(body, "code_heavy", LOCK, None)
+    assert wrap(body, "code_heavy", None, RATE)["settings"]["errorWorkflow"] == "my-alerts"
+
+
+def test_lock_on_error_sets_the_handler_and_is_removed_with_the_flag() -> None:
+    wrapped = wrap(load("code_heavy"), "code_heavy", LOCK, None)
+    assert wrapped["settings"]["errorWorkflow"] == HANDLER_ID
+    without = LockConfig(LOCK.scope, LOCK.ttl_seconds, LOCK.max_wait_seconds, False, False)
+    assert "errorWorkflow" not in wrap(unwrap(wrapped), "code_heavy", without, None)["settings"]
+
+
+@pytest.mark.parametrize("on_denied", ["passthrough", "stop", "error"])
+def test_denied_path_per_mode(on_denied: str) -> None:
+    config = RateLimitConfig("api", 2, 60, on_denied)
+    wrapped = wrap(load("code_heavy"), "code_heavy", None, config)
+    denied = next(n for n in wrapped["nodes"] if n["name"] == "Rate Limit Denied")
+    expected = {
+        "passthrough": "n8n-nodes-base.code",
+        "stop": "n8n-nodes-base.noOp",
+        "error": "n8n-nodes-base.stopAndError",
+    }[on_denied]
+    assert denied["type"] == expected
+    if on_denied == "error":
+        assert denied["parameters"]["errorMessage"].startswith("=Rate limit exceeded for scope")
+
+
+def test_a_workflow_without_a_connected_trigger_is_refused() -> None:
+    body = load("code_heavy")
+    body["connections"].pop("Webhook")
+    with pytest.raises(WrapError, match="no trigger connected"):
+        wrap(body, "code_heavy", LOCK, None)
+
+
+def test_a_name_clash_with_a_user_node_is_refused() -> None:
+    body = load("code_heavy")
+    body["nodes"][2]["name"] = "Lock Release"
+    body["connections"]["Parse"]["main"][0][0]["node"] = "Lock Release"
+    body["connections"]["Lock Release"] = body["connections"].pop("Price Lines")
+    with pytest.raises(WrapError, match="already has a node named 'Lock Release'"):
+        wrap(body, "code_heavy", LOCK, None)
