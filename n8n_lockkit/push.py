@@ -198,7 +198,7 @@ class Pusher:
         remote = self._remote(item.key, workflow_id)
         if remote is None:
             action = "recreate" if workflow_id else "create"
-            workflow_id = self._create(item.key, body)
+            workflow_id, remote = self._create(item.key, body)
         elif is_subset(body, {k: remote.get(k) for k in body}):
             action = "identical"
         else:
@@ -206,7 +206,7 @@ class Pusher:
             if not self.dry_run:
                 self.client.update_workflow(workflow_id, body)
         self.progress(action, f"{item.key} ({workflow_id})")
-        activated = self._maybe_activate(item, workflow_id, remote)
+        activated = self._maybe_activate(item, workflow_id, remote, action != "identical")
         return Step(item.key, action, workflow_id, activated)
 
     def _remote(self, key: str, workflow_id: str) -> dict[str, Any] | None:
@@ -224,24 +224,28 @@ class Pusher:
                 "the new id",
             ) from err
 
-    def _create(self, key: str, body: dict[str, Any]) -> str:
+    def _create(self, key: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         if self.dry_run:
             self.ids[key] = NEW_ID
-            return NEW_ID
+            return NEW_ID, None
         created = self.client.create_workflow(body)
         workflow_id = str(created["id"])
         self.ids[key] = workflow_id
         self.env.record_workflow(key, workflow_id, body["name"])
         self.save_env()  # record each id at once: a later failure must not orphan it
-        return workflow_id
+        return workflow_id, created
 
     def _maybe_activate(
-        self, item: PushItem, workflow_id: str, remote: dict[str, Any] | None
+        self, item: PushItem, workflow_id: str, remote: dict[str, Any] | None, changed: bool
     ) -> bool:
         # An active workflow stays active: n8n republishes it on update by itself.
         if not self.activate or not activatable(item.workflow):
             return False
         if remote is not None and remote.get("active"):
+            return False
+        if only_internal_triggers(item.workflow) and not changed:
+            # n8n 1.x runs these unpublished and refuses to activate them; trying on every
+            # push would send a write each time. 2.x got its publish when this was created.
             return False
         self.progress("publish", f"{item.key} ({workflow_id})")
         if self.dry_run:

@@ -347,14 +347,14 @@ def _join(b: _Builder, inputs: list[tuple[str, int]], position: list[int]) -> st
 
 
 def _output_code(terminals: list[tuple[str, int]]) -> dict[str, Any]:
-    listed = json.dumps([[name, output] for name, output in terminals])
+    # n8n answers a "last node" webhook with the first output of the node that ran last;
+    # of the body's end nodes, the one that ran last is the last of them that ran at all.
+    names = json.dumps(list(dict.fromkeys(name for name, _ in terminals)))
     return _code(
-        "// n8nlock: answer with what the body's last node produced (for 'last node' webhooks)\n"
-        f"const ends = {listed};\n"
-        "for (const [name, output] of ends.reverse()) {\n"
-        "  if (!$(name).isExecuted) continue;\n"
-        "  const items = $(name).all(output);\n"
-        "  if (items.length > 0) return items;\n"
+        "// n8nlock: answer as the body's last node would (for 'last node' webhooks)\n"
+        f"const ends = {names};\n"
+        "for (const name of ends.reverse()) {\n"
+        "  if ($(name).isExecuted) return $(name).all(0);\n"
         "}\n"
         "return [];"
     )

@@ -87,7 +87,11 @@ def test_push_creates_in_dependency_order_and_records_ids(
     assert "active" not in orders or orders["active"] is True  # read-only keys were not sent
 
 
-def test_pushing_twice_sends_no_write(ready: Path, invoke: Invoke, fake: FakeN8n) -> None:
+@pytest.mark.parametrize("n8n_1x", [False, True], ids=["n8n-2.x", "n8n-1.x"])
+def test_pushing_twice_sends_no_write(
+    ready: Path, invoke: Invoke, fake: FakeN8n, n8n_1x: bool
+) -> None:
+    fake.refuses_internal_triggers = n8n_1x  # 1.x will not activate a sub-workflow
     caller(ready)
     assert invoke("push", cwd=ready).exit_code == 0
     writes = len(fake.writes)

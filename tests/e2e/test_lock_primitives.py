@@ -115,14 +115,17 @@ def test_l08_contention_does_not_extend_a_dead_holders_ttl(
                 break
             time.sleep(1)
         entered = acquired(waiter.result())
-    # Both stamps come from n8n's clock: from the dead holder's acquisition to the waiter's.
-    waited = _iso_seconds(entered["locked_at"]) - _iso_seconds(holder["locked_at"])
+    winners = [entered] + [
+        a.result().body["acquire"] for a in arrivals if a.result().body.get("acquired") is not False
+    ]
+    # The dead holder's key must expire on time whoever comes by: the first acquisition
+    # after it (the waiter's or a fail-fast arrival's, polling is not fair) is in by TTL + poll.
+    first = min(_iso_seconds(w["locked_at"]) for w in winners)
+    waited = first - _iso_seconds(holder["locked_at"])
     assert waited <= ttl + lockbed.poll + MARGIN, (waited, ttls)
     held = [t for t in ttls if t > 0]
     assert held == sorted(held, reverse=True), f"the holder's TTL went up: {ttls}"
-    for arrival in (a.result().body for a in arrivals):
-        # Denied while the dead holder's lock stood; an arrival may win once it expired.
-        assert arrival.get("acquired") is False or arrival["acquire"]["fence"] > holder["fence"]
+    assert all(w["fence"] > holder["fence"] for w in winners)
 
 
 def test_l09_a_foreign_lock_id_is_a_logic_error_and_the_lock_stays(
@@ -221,4 +224,5 @@ def test_pushing_again_sends_no_write(lockbed: LockBed) -> None:
     from tests.e2e.lockbed import run_cli
 
     result = run_cli(lockbed.root, "push", "--env", "e2e")
-    assert "7 workflow(s): 7 identical, 0 published" in result.stderr, result.stderr
+    verbs = {line.split()[0] for line in result.stderr.splitlines()[:-1]}
+    assert verbs == {"identical"}, result.stderr
