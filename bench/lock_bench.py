@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.lock_bench [--runs 50] [--callers 10] [--hold-ms 300]
 
-1. Added latency: median wall time of a webhook workflow that takes and releases a lock,
+1. Added latency: median wall time of a webhook workflow wrapped by add-lock-to-workflow,
    minus the same workflow without the lock (sequential calls, uncontended).
 2. Contended efficiency = (N × hold) / wall time, for N callers holding one scope, with the
    wait loop polling every 1 s and every 0.25 s.
@@ -31,9 +31,6 @@ from tests.testbed.endpoints import N8nInstance
 from tests.testbed.session import running_testbed
 
 NS = uuid.UUID("0d7e2c51-9a3b-4f61-8e2d-5c4b3a291807")
-CREDENTIAL = {
-    "redis": {"id": "{{@:env:credentials.redis.id}}", "name": "{{@:env:credentials.redis.name}}"}
-}
 
 
 def cli(root: Path, *args: str) -> None:
@@ -45,8 +42,9 @@ def cli(root: Path, *args: str) -> None:
 def node(
     key: str, name: str, kind: str, version: float, x: int, params: dict[str, Any], **extra: Any
 ) -> dict[str, Any]:
+    node_id = str(uuid.uuid5(NS, f"{key}:{name}"))
     return {
-        "id": str(uuid.uuid5(NS, f"{key}:{name}")),
+        "id": node_id,
         "name": name,
         "type": kind,
         "typeVersion": version,
@@ -56,37 +54,10 @@ def node(
     }
 
 
-def call_primitive(
-    key: str, name: str, x: int, primitive: str, values: dict[str, str]
-) -> dict[str, Any]:
-    return node(
-        key,
-        name,
-        "n8n-nodes-base.executeWorkflow",
-        1.2,
-        x,
-        {
-            "source": "database",
-            "workflowId": {
-                "__rl": True,
-                "mode": "id",
-                "value": f"{{{{@:env:workflows.{primitive}.id}}}}",
-            },
-            "workflowInputs": {
-                "mappingMode": "defineBelow",
-                "value": values,
-                "matchingColumns": [],
-                "schema": [],
-            },
-            "mode": "once",
-            "options": {},
-        },
-    )
-
-
-def bench_workflow(key: str, locked: bool) -> dict[str, Any]:
-    """Webhook → [Lock Acquire] → Hold (Wait) → Work (Code) → [Lock Release]."""
+def bench_workflow(key: str) -> dict[str, Any]:
+    """Webhook → Hold (Wait hold_ms) → Work (Code); the locked copy is wrapped by the CLI."""
     hold = "={{ Math.max(0.01, $('Webhook').first().json.body.hold_ms / 1000) }}"
+    webhook = {"httpMethod": "POST", "path": key, "responseMode": "lastNode", "options": {}}
     nodes = [
         node(
             key,
@@ -94,7 +65,7 @@ def bench_workflow(key: str, locked: bool) -> dict[str, Any]:
             "n8n-nodes-base.webhook",
             2,
             0,
-            {"httpMethod": "POST", "path": key, "responseMode": "lastNode", "options": {}},
+            webhook,
             webhookId=str(uuid.uuid5(NS, key)),
         ),
         node(
@@ -102,7 +73,7 @@ def bench_workflow(key: str, locked: bool) -> dict[str, Any]:
             "Hold",
             "n8n-nodes-base.wait",
             1.1,
-            440,
+            220,
             {"resume": "timeInterval", "amount": hold, "unit": "seconds"},
             webhookId=str(uuid.uuid5(NS, key + "-hold")),
         ),
@@ -111,42 +82,11 @@ def bench_workflow(key: str, locked: bool) -> dict[str, Any]:
             "Work",
             "n8n-nodes-base.code",
             2,
-            660,
+            440,
             {"jsCode": "return [{ json: { done: Date.now() } }];"},
         ),
     ]
     chain = ["Webhook", "Hold", "Work"]
-    if locked:
-        acquire = "$('Lock Acquire').first().json"
-        nodes.insert(
-            1,
-            call_primitive(
-                key,
-                "Lock Acquire",
-                220,
-                "lock_acquisition",
-                {
-                    "scope": "={{ $json.body.scope }}",
-                    "ttl_seconds": "60",
-                    "max_wait_seconds": "600",
-                    "execution_id": "={{ $execution.id }}",
-                    "lock_id": "={{ $execution.id }}",
-                },
-            ),
-        )
-        nodes.append(
-            call_primitive(
-                key,
-                "Lock Release",
-                880,
-                "lock_release",
-                {
-                    "scope": f"={{{{ {acquire}.scope }}}}",
-                    "lock_id": f"={{{{ {acquire}.lock_id }}}}",
-                },
-            )
-        )
-        chain = ["Webhook", "Lock Acquire", "Hold", "Work", "Lock Release"]
     connections = {
         a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
         for a, b in itertools.pairwise(chain)
@@ -162,13 +102,25 @@ def bench_workflow(key: str, locked: bool) -> dict[str, Any]:
 def prepare(root: Path, n8n: N8nInstance) -> None:
     CliRunner().invoke(n8nlock, ["init", str(root), "--env", "bench", "--url", n8n.base_url])
     cli(root, "redis-credential", "--host", n8n.redis_host, "--port", str(n8n.redis_port))
-    for key, locked in (("bench_plain", False), ("bench_locked", True)):
-        text = json.dumps(bench_workflow(key, locked), indent=2)
+    for key in ("bench_plain", "bench_locked"):
+        text = json.dumps(bench_workflow(key), indent=2)
         (root / "workflows" / f"{key}.template.json").write_text(text)
 
 
 def install_primitives(root: Path, poll: float) -> None:
     cli(root, "create-lock", "--force-overwrite", "--poll-interval-seconds", str(poll))
+    cli(
+        root,
+        "add-lock-to-workflow",
+        "--workflow-key",
+        "bench_locked",
+        "--scope-expression",
+        "={{ $json.body.scope }}",
+        "--ttl-seconds",
+        "60",
+        "--max-wait-seconds",
+        "600",
+    )
     cli(root, "validate", "--env", "bench")
     cli(root, "push", "--env", "bench")
 

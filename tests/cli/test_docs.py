@@ -45,3 +45,31 @@ def test_bundled_example_envs_are_valid() -> None:
     assert example.env_names(), "envs/ holds no example env"
     for name in example.env_names():
         load_env(example, name)
+
+
+SKILLS = sorted((ROOT / "skills").glob("*.md"))
+TOPICS = [
+    "n8nlock create-lock",
+    "n8nlock copy-primitive",
+    "n8nlock add-lock-to-workflow",
+    "n8nlock add-rate-limit",
+    "n8nlock validate",
+    "n8nlock push",
+    "n8nlock redis-credential",
+    "n8n-lock-",
+    "n8n-ratelimit-",
+    "When not to use",
+]
+
+
+@pytest.mark.parametrize("skill", SKILLS, ids=[p.stem for p in SKILLS])
+def test_every_skill_has_front_matter(skill: Path) -> None:
+    text = skill.read_text()
+    front = text.split("---\n")[1]
+    assert f"name: {skill.stem}\n" in front
+    assert "description: " in front
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_the_skills_cover_each_topic(topic: str) -> None:
+    assert any(topic in skill.read_text() for skill in SKILLS), f"no skill covers {topic!r}"

@@ -3,75 +3,101 @@
 Usage: python -m tests.testbed.demo WORKSPACE   (a copy of the repository's envs/)
 
 Starts a local Redis and n8n (installed and cached on first use), points the `dev` env at
-them, then runs n8nlock as a user would: redis-credential, create-lock, validate, push. It
-then fires concurrent calls at one lock scope and shows that they ran one at a time.
+them, and puts an example workflow in the workspace twice: a webhook that reads an order's
+balance, adds one and writes it back. Then it runs n8nlock as a user would (redis-credential,
+create-lock, add-lock-to-workflow on one copy, validate, push) and fires 8 concurrent calls at
+the same order on each copy: without the lock updates are lost, with it none are.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
 import sys
-import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import redis
 import requests
 
 from n8n_lockkit.envconfig import load_env
 from n8n_lockkit.plan import Plan, apply
 from n8n_lockkit.workspace import Workspace
 
+from .endpoints import N8nInstance
 from .session import running_testbed
 
-CALLERS = Path(__file__).parent.parent / "e2e" / "workflows"
+EXAMPLE = Path(__file__).parent.parent / "corpus" / "order_update.template.json"
+CALLS = 8
 
 
 def n8nlock(workspace: Path, *args: str) -> None:
     print(f"\n$ n8nlock {' '.join(args)}", flush=True)
-    command = [sys.executable, "-m", "n8n_lockkit", *args]
-    subprocess.run(command, cwd=workspace, check=True)
+    subprocess.run([sys.executable, "-m", "n8n_lockkit", *args], cwd=workspace, check=True)
 
 
-def point_env_at(workspace: Path, url: str) -> None:
+def prepare(workspace: Path, url: str) -> None:
     env = load_env(Workspace(workspace), "dev")
     env.document.set(("n8n", "url"), url)
     apply(Plan((env.change(),)), workspace)
+    example = json.loads(EXAMPLE.read_text())
+    (workspace / "workflows").mkdir(exist_ok=True)
+    for key, path in (("orders", "demo-orders"), ("orders_unlocked", "demo-orders-unlocked")):
+        copy = json.loads(json.dumps(example))
+        copy["name"] = f"Order update ({key})"
+        webhook = next(n for n in copy["nodes"] if n["type"] == "n8n-nodes-base.webhook")
+        webhook["parameters"]["path"] = path
+        webhook["webhookId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, path))
+        text = json.dumps(copy, indent=2) + "\n"
+        (workspace / "workflows" / f"{key}.template.json").write_text(text)
 
 
-def show_serialised_calls(base_url: str, calls: int = 5) -> None:
-    print(f"\n{calls} concurrent calls, each holding lock 'demo-orders' for 300 ms:")
-    body = {"scope": "demo-orders", "ttl": 60, "max_wait": 60, "hold_ms": 300}
-    start = time.monotonic()
+def hammer(n8n: N8nInstance, redis_url: str, path: str) -> str:
+    order = f"demo-{uuid.uuid4().hex[:6]}"
 
-    def call(_: int) -> dict[str, object]:
-        response = requests.post(f"{base_url}/webhook/e2e-lock", json=body, timeout=120)
+    def call(_: int) -> None:
+        response = requests.post(
+            f"{n8n.base_url}/webhook/{path}", json={"orderId": order}, timeout=120
+        )
         response.raise_for_status()
-        acquire: dict[str, object] = response.json()["acquire"]
-        return acquire
 
-    with ThreadPoolExecutor(calls) as pool:
-        results = sorted(pool.map(call, range(calls)), key=lambda a: str(a["locked_at"]))
-    for acquire in results:
-        print(f"  fence {acquire['fence']}: acquired at {acquire['locked_at']}")
-    print(f"all {calls} done in {time.monotonic() - start:.1f} s, one holder at a time")
+    with ThreadPoolExecutor(CALLS) as pool:
+        list(pool.map(call, range(CALLS)))
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    return str(client.get(f"corpus-balance-{order}"))
 
 
 def main(workspace: Path) -> None:
-    with running_testbed() as (n8n, _):
-        point_env_at(workspace, n8n.base_url)
+    with running_testbed() as (n8n, redis_endpoint):
+        prepare(workspace, n8n.base_url)
         os.environ["N8N_API_KEY"] = n8n.api_key
         n8nlock(
             workspace, "redis-credential", "--host", n8n.redis_host, "--port", str(n8n.redis_port)
         )
         n8nlock(workspace, "create-lock", "--include-error-handler", "--include-rate-limit")
-        for caller in CALLERS.glob("*.template.json"):
-            shutil.copy(caller, workspace / "workflows" / caller.name)
+        n8nlock(
+            workspace,
+            "add-lock-to-workflow",
+            "--workflow-key",
+            "orders",
+            "--scope-expression",
+            "={{ 'order-' + $json.body.orderId }}",
+            "--ttl-seconds",
+            "60",
+            "--max-wait-seconds",
+            "60",
+        )
         n8nlock(workspace, "validate", "--env", "dev")
         n8nlock(workspace, "push", "--env", "dev")
         n8nlock(workspace, "push", "--env", "dev")  # the second push sends no write
-        show_serialised_calls(n8n.base_url)
+        print(f"\n{CALLS} concurrent calls add 1 to the same order's balance (each takes 0.5 s):")
+        print(
+            f"  without a lock: balance {hammer(n8n, redis_endpoint.url, 'demo-orders-unlocked')}"
+            f" (updates were lost)"
+        )
+        print(f"  with the lock:  balance {hammer(n8n, redis_endpoint.url, 'demo-orders')}")
 
 
 if __name__ == "__main__":
