@@ -123,3 +123,21 @@ def trim_outputs(main: list[list[Link]]) -> list[list[Link]]:
     while trimmed and not trimmed[-1]:
         trimmed.pop()
     return trimmed
+
+
+def normalise(workflow: Workflow) -> None:
+    """Trim trailing unconnected outputs in place (n8n reads them the same)."""
+    connections = workflow.setdefault("connections", {})
+    for name in list(connections):
+        main = connections[name].get("main")
+        if main is not None:
+            connections[name]["main"] = trim_outputs(main)
+            if not connections[name]["main"] and len(connections[name]) == 1:
+                del connections[name]
+
+
+def shift_body(workflow: Workflow, dx: int) -> None:
+    """Move every node but the triggers `dx` to the right, in place."""
+    for node in workflow["nodes"]:
+        if not is_trigger(node) and "position" in node:
+            node["position"] = [node["position"][0] + dx, node["position"][1]]

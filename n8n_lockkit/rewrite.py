@@ -14,8 +14,9 @@ from n8n_lockkit.plan import FileChange, Plan, read_text_or_none
 from n8n_lockkit.primitives import ERROR_HANDLER, LOCK_ACQUISITION, LOCK_RELEASE, RATE_LIMIT
 from n8n_lockkit.render import dump_workflow
 from n8n_lockkit.scope import parse_scope
+from n8n_lockkit.unwrap import read_configs, unwrap
 from n8n_lockkit.workspace import Workspace, workflow_key
-from n8n_lockkit.wrap import LockConfig, RateLimitConfig, read_configs, unwrap, wrap
+from n8n_lockkit.wrap import LockConfig, RateLimitConfig, wrap
 
 
 def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:

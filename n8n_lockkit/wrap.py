@@ -1,4 +1,4 @@
-"""Wrap a workflow's body in a rate limit and/or a lock, and take the wrapping off again.
+"""Wrap a workflow's body in a rate limit and/or a lock (`unwrap.py` takes it off again).
 
 `wrap(body, …)` is a pure function of the unwrapped workflow and the two configs, and
 `unwrap` recovers both from a wrapped workflow, so re-running a command with the same flags
@@ -21,17 +21,22 @@ Lock Output answers with what the body's last node answered, for "last node" web
 from __future__ import annotations
 
 import copy
-import json
-import re
-import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from n8n_lockkit import graph
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.graph import Node, Workflow, link
+from n8n_lockkit.wrap_nodes import (
+    DENIAL,
+    acquired,
+    call,
+    code,
+    if_parameters,
+    output_code,
+    owned,
+    restore_items,
+)
 
-MARK = "n8nlock:"
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
 LOCK_SHIFT = 440
 RATE_SHIFT = 660
@@ -40,7 +45,6 @@ NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on t
 NODE_HEIGHT = 100
 MAX_MERGE_INPUTS = 10
 ON_DENIED = ("passthrough", "stop", "error")
-_NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
 
 
 @dataclass(frozen=True)
@@ -62,89 +66,6 @@ class RateLimitConfig:
 
 class WrapError(LockkitError):
     """The workflow cannot be wrapped as asked."""
-
-
-def role_of(node: Node) -> str | None:
-    notes = str(node.get("notes", ""))
-    match = re.match(rf"{MARK}([a-z-]+)", notes)
-    return match.group(1) if match else None
-
-
-def _owned(
-    key: str,
-    role: str,
-    name: str,
-    kind: str,
-    version: float,
-    position: list[int],
-    parameters: dict[str, Any],
-    **extra: Any,
-) -> Node:
-    node_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{role}:{name}"))
-    return {
-        "id": node_id,
-        "name": name,
-        "type": kind,
-        "typeVersion": version,
-        "position": position,
-        "parameters": parameters,
-        "notes": f"{MARK}{role} — managed by n8nlock; re-run its command to change it",
-        **extra,
-    }
-
-
-def _call(primitive: str, values: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "source": "database",
-        "workflowId": {
-            "__rl": True,
-            "mode": "id",
-            "value": f"{{{{@:env:workflows.{primitive}.id}}}}",
-        },
-        "workflowInputs": {
-            "mappingMode": "defineBelow",
-            "value": values,
-            "matchingColumns": [],
-            "schema": [],
-        },
-        "mode": "once",
-        "options": {"waitForSubWorkflow": True},
-    }
-
-
-def _if(key: str, expression: str) -> dict[str, Any]:
-    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
-    return {
-        "conditions": {
-            "options": {
-                "caseSensitive": True,
-                "leftValue": "",
-                "typeValidation": "strict",
-                "version": 2,
-            },
-            "conditions": [
-                {
-                    "id": condition_id,
-                    "leftValue": f"={{{{ {expression} }}}}",
-                    "rightValue": True,
-                    "operator": {"type": "boolean", "operation": "true", "singleValue": True},
-                }
-            ],
-            "combinator": "and",
-        },
-        "options": {},
-    }
-
-
-def _code(source: str) -> dict[str, Any]:
-    return {"mode": "runOnceForAllItems", "language": "javaScript", "jsCode": source}
-
-
-def _restore_items(trigger: str) -> dict[str, Any]:
-    return _code(
-        f"// n8nlock: hand the body the trigger's items again\n"
-        f"return $({json.dumps(trigger)}).all();"
-    )
 
 
 @dataclass
@@ -193,14 +114,14 @@ def _rate_limit(b: _Builder, trigger: Node, config: RateLimitConfig) -> str:
     x, y = trigger["position"]
     t = trigger["name"]
     rate = b.add(
-        _owned(
+        owned(
             b.key,
             "rate-limit",
             b.name("Rate Limit", t),
             "n8n-nodes-base.executeWorkflow",
             1.2,
             [x + STEP, y],
-            _call(
+            call(
                 "rate_limit_check",
                 {
                     "scope": config.scope,
@@ -211,25 +132,25 @@ def _rate_limit(b: _Builder, trigger: Node, config: RateLimitConfig) -> str:
         )
     )
     allowed = b.add(
-        _owned(
+        owned(
             b.key,
             "rate-allowed",
             b.name("Rate Limit Allowed?", t),
             "n8n-nodes-base.if",
             2.2,
             [x + 2 * STEP, y],
-            _if(b.key, "$json.allowed === true"),
+            if_parameters(b.key, "$json.allowed === true"),
         )
     )
     restore = b.add(
-        _owned(
+        owned(
             b.key,
             "rate-restore",
             b.name("Rate Limit Restore Items", t),
             "n8n-nodes-base.code",
             2,
             [x + 3 * STEP, y],
-            _restore_items(t),
+            restore_items(t),
         )
     )
     denied = b.add(_denied_node(b, t, [x + 3 * STEP, y + 200], config.on_denied))
@@ -240,34 +161,28 @@ def _rate_limit(b: _Builder, trigger: Node, config: RateLimitConfig) -> str:
     return restore
 
 
-_DENIAL = (
-    "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
-    "window, limit {{ $json.limit }}"
-)
-
-
 def _denied_node(b: _Builder, trigger: str, position: list[int], on_denied: str) -> Node:
     name = b.name("Rate Limit Denied", trigger)
     if on_denied == "error":
-        return _owned(
+        return owned(
             b.key,
             "rate-denied-error",
             name,
             "n8n-nodes-base.stopAndError",
             1,
             position,
-            {"errorType": "errorMessage", "errorMessage": f"={_DENIAL}"},
+            {"errorType": "errorMessage", "errorMessage": f"={DENIAL}"},
         )
     if on_denied == "stop":
-        return _owned(b.key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
-    message = _DENIAL.replace("{{ $json.", "${r.").replace(" }}", "}")
+        return owned(b.key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
+    message = DENIAL.replace("{{ $json.", "${r.").replace(" }}", "}")
     source = (
         "// n8nlock: answer a denied call instead of running the workflow\n"
         "const r = $input.first().json;\n"
         f"return [{{ json: {{ ...r, allowed: false, message: `{message}` }} }}];"
     )
-    return _owned(
-        b.key, "rate-denied-passthrough", name, "n8n-nodes-base.code", 2, position, _code(source)
+    return owned(
+        b.key, "rate-denied-passthrough", name, "n8n-nodes-base.code", 2, position, code(source)
     )
 
 
@@ -283,25 +198,25 @@ def _acquire(b: _Builder, after: str, trigger: str, config: LockConfig) -> tuple
         "workflow_name": "={{ $workflow.name }}",
     }
     acquire = b.add(
-        _owned(
+        owned(
             b.key,
             "lock-acquire",
             b.name("Lock Acquire", trigger),
             "n8n-nodes-base.executeWorkflow",
             1.2,
             [x + STEP, y],
-            _call("lock_acquisition", values),
+            call("lock_acquisition", values),
         )
     )
     restore = b.add(
-        _owned(
+        owned(
             b.key,
             "lock-restore",
             b.name("Lock Restore Items", trigger),
             "n8n-nodes-base.code",
             2,
             [x + 2 * STEP, y],
-            _restore_items(trigger),
+            restore_items(trigger),
         )
     )
     b.connect(after, 0, acquire)
@@ -309,16 +224,9 @@ def _acquire(b: _Builder, after: str, trigger: str, config: LockConfig) -> tuple
     return acquire, restore
 
 
-def _acquired(acquires: list[str], field: str) -> str:
-    if len(acquires) == 1:
-        return f"={{{{ $({json.dumps(acquires[0])}).first().json.{field} }}}}"
-    names = json.dumps(acquires)
-    return f"={{{{ {names}.map((n) => $(n)).find((n) => n.isExecuted).first().json.{field} }}}}"
-
-
 def _merge(b: _Builder, name: str, inputs: list[tuple[str, int]], position: list[int]) -> str:
     join = b.add(
-        _owned(
+        owned(
             b.key,
             "lock-join",
             name,
@@ -346,20 +254,6 @@ def _join(b: _Builder, inputs: list[tuple[str, int]], position: list[int]) -> st
     return _merge(b, "Lock Join", inputs, position)
 
 
-def _output_code(terminals: list[tuple[str, int]]) -> dict[str, Any]:
-    # n8n answers a "last node" webhook with the first output of the node that ran last;
-    # of the body's end nodes, the one that ran last is the last of them that ran at all.
-    names = json.dumps(list(dict.fromkeys(name for name, _ in terminals)))
-    return _code(
-        "// n8nlock: answer as the body's last node would (for 'last node' webhooks)\n"
-        f"const ends = {names};\n"
-        "for (const name of ends.reverse()) {\n"
-        "  if ($(name).isExecuted) return $(name).all(0);\n"
-        "}\n"
-        "return [];"
-    )
-
-
 def _release(
     b: _Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
 ) -> None:
@@ -368,39 +262,39 @@ def _release(
     join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
     x = int(next(n for n in b.workflow["nodes"] if n["name"] == join)["position"][0])
     once = b.add(
-        _owned(
+        owned(
             b.key,
             "lock-release-once",
             "Lock Release Once?",
             "n8n-nodes-base.if",
             2.2,
             [x + STEP, y],
-            _if(b.key, "!$('Lock Release').isExecuted"),
+            if_parameters(b.key, "!$('Lock Release').isExecuted"),
         )
     )
     release = b.add(
-        _owned(
+        owned(
             b.key,
             "lock-release",
             "Lock Release",
             "n8n-nodes-base.executeWorkflow",
             1.2,
             [x + 2 * STEP, y - 100],
-            _call(
+            call(
                 "lock_release",
-                {"scope": _acquired(acquires, "scope"), "lock_id": _acquired(acquires, "lock_id")},
+                {"scope": acquired(acquires, "scope"), "lock_id": acquired(acquires, "lock_id")},
             ),
         )
     )
     output = b.add(
-        _owned(
+        owned(
             b.key,
             "lock-output",
             "Lock Output",
             "n8n-nodes-base.code",
             2,
             [x + 3 * STEP, y],
-            _output_code(terminals),
+            output_code(terminals),
         )
     )
     b.connect(join, 0, once)
@@ -428,33 +322,17 @@ def _entry_triggers(workflow: Workflow) -> list[Node]:
     return found
 
 
-def _normalise(workflow: Workflow) -> None:
-    connections = workflow.setdefault("connections", {})
-    for name in list(connections):
-        main = connections[name].get("main")
-        if main is not None:
-            connections[name]["main"] = graph.trim_outputs(main)
-            if not connections[name]["main"] and len(connections[name]) == 1:
-                del connections[name]
-
-
-def _shift(workflow: Workflow, dx: int) -> None:
-    for node in workflow["nodes"]:
-        if not graph.is_trigger(node) and "position" in node:
-            node["position"] = [node["position"][0] + dx, node["position"][1]]
-
-
 def wrap(
     body: Workflow, key: str, lock: LockConfig | None, rate: RateLimitConfig | None
 ) -> Workflow:
     """The body with the rate limit and lock nodes around it (a new dict)."""
     workflow = copy.deepcopy(body)
-    _normalise(workflow)
+    graph.normalise(workflow)
     if lock is None and rate is None:
         return workflow
     entries = _entry_triggers(workflow)
     ends = graph.terminal_outputs(workflow, [t["name"] for t in entries])
-    _shift(workflow, (RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0))
+    graph.shift_body(workflow, (RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0))
     b = _Builder(key, workflow, len(entries) == 1, entries[0]["position"][1])
     acquires, restores = [], []
     for trigger in entries:
@@ -484,84 +362,3 @@ def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:
             "your own error workflow",
         )
     settings["errorWorkflow"] = HANDLER_ID
-
-
-_CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
-
-
-def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str) -> str | None:
-    """The last Restore node of the chain n8nlock put after `trigger`, if any."""
-    current, end = trigger, None
-    while True:
-        first = (graph.outputs(workflow, current) or [[]])[0]
-        following = [str(x["node"]) for x in first if roles.get(str(x["node"])) in _CHAIN]
-        if not following:
-            return end
-        current = following[0]
-        if roles[current] in ("rate-restore", "lock-restore"):
-            end = current
-
-
-def _values(workflow: Workflow, role: str) -> dict[str, Any] | None:
-    for node in workflow["nodes"]:
-        if role_of(node) == role:
-            values: dict[str, Any] = node["parameters"]["workflowInputs"]["value"]
-            return values
-    return None
-
-
-def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
-    """The lock and rate limit a wrapped workflow carries, as the nodes say."""
-    lock = rate = None
-    values = _values(workflow, "lock-acquire")
-    if values is not None:
-        lock = LockConfig(
-            scope=str(values["scope"]),
-            ttl_seconds=int(values["ttl_seconds"]),
-            max_wait_seconds=int(values["max_wait_seconds"]),
-            fail_fast=values.get("wait_till_lock_released") is False,
-            lock_on_error=(workflow.get("settings") or {}).get("errorWorkflow") == HANDLER_ID,
-        )
-    values = _values(workflow, "rate-limit")
-    if values is not None:
-        denied = next(
-            (r for n in workflow["nodes"] if (r := role_of(n) or "").startswith("rate-denied-")),
-            "rate-denied-passthrough",
-        )
-        rate = RateLimitConfig(
-            str(values["scope"]),
-            int(values["limit"]),
-            int(values["windowSeconds"]),
-            denied.removeprefix("rate-denied-"),
-        )
-    return lock, rate
-
-
-def unwrap(workflow: Workflow) -> Workflow:
-    """The workflow as it was before n8nlock wrapped it (a new dict)."""
-    result = copy.deepcopy(workflow)
-    roles = {str(n["name"]): r for n in result.get("nodes", []) if (r := role_of(n))}
-    if not roles:
-        return result
-    lock, rate = read_configs(result)
-    connections = result.setdefault("connections", {})
-    for trigger in graph.triggers(result):
-        end = _chain_end(result, roles, trigger["name"])
-        if end is not None:
-            body = [x for x in graph.outputs(result, end)[0] if x["node"] not in roles]
-            connections[trigger["name"]]["main"][0] = body
-    result["nodes"] = [n for n in result["nodes"] if n["name"] not in roles]
-    for name in list(connections):
-        if name in roles:
-            del connections[name]
-            continue
-        for kind, outputs in connections[name].items():
-            connections[name][kind] = [
-                [x for x in links or [] if x["node"] not in roles] for links in outputs
-            ]
-    _normalise(result)
-    _shift(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
-    settings = result.get("settings") or {}
-    if settings.get("errorWorkflow") == HANDLER_ID:
-        del settings["errorWorkflow"]
-    return result

@@ -9,16 +9,9 @@ import pytest
 
 from n8n_lockkit import graph
 from n8n_lockkit.render import dump_workflow
+from n8n_lockkit.unwrap import read_configs, unwrap
 from n8n_lockkit.validate import check_workflow
-from n8n_lockkit.wrap import (
-    HANDLER_ID,
-    LockConfig,
-    RateLimitConfig,
-    WrapError,
-    read_configs,
-    unwrap,
-    wrap,
-)
+from n8n_lockkit.wrap import HANDLER_ID, LockConfig, RateLimitConfig, WrapError, wrap
 from tests.conftest import assert_golden
 
 CORPUS = Path(__file__).parent.parent / "corpus"

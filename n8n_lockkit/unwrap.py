@@ -1,0 +1,97 @@
+"""Take n8nlock's wrapping off a workflow, and read back the configs it was wrapped with."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from n8n_lockkit import graph
+from n8n_lockkit.graph import Workflow
+from n8n_lockkit.wrap import (
+    HANDLER_ID,
+    LOCK_SHIFT,
+    RATE_SHIFT,
+    LockConfig,
+    RateLimitConfig,
+)
+from n8n_lockkit.wrap_nodes import role_of
+
+_CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
+
+
+def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str) -> str | None:
+    """The last Restore node of the chain n8nlock put after `trigger`, if any."""
+    current, end = trigger, None
+    while True:
+        first = (graph.outputs(workflow, current) or [[]])[0]
+        following = [str(x["node"]) for x in first if roles.get(str(x["node"])) in _CHAIN]
+        if not following:
+            return end
+        current = following[0]
+        if roles[current] in ("rate-restore", "lock-restore"):
+            end = current
+
+
+def _values(workflow: Workflow, role: str) -> dict[str, Any] | None:
+    for node in workflow["nodes"]:
+        if role_of(node) == role:
+            values: dict[str, Any] = node["parameters"]["workflowInputs"]["value"]
+            return values
+    return None
+
+
+def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
+    """The lock and rate limit a wrapped workflow carries, as the nodes say."""
+    lock = rate = None
+    values = _values(workflow, "lock-acquire")
+    if values is not None:
+        lock = LockConfig(
+            scope=str(values["scope"]),
+            ttl_seconds=int(values["ttl_seconds"]),
+            max_wait_seconds=int(values["max_wait_seconds"]),
+            fail_fast=values.get("wait_till_lock_released") is False,
+            lock_on_error=(workflow.get("settings") or {}).get("errorWorkflow") == HANDLER_ID,
+        )
+    values = _values(workflow, "rate-limit")
+    if values is not None:
+        denied = next(
+            (r for n in workflow["nodes"] if (r := role_of(n) or "").startswith("rate-denied-")),
+            "rate-denied-passthrough",
+        )
+        rate = RateLimitConfig(
+            str(values["scope"]),
+            int(values["limit"]),
+            int(values["windowSeconds"]),
+            denied.removeprefix("rate-denied-"),
+        )
+    return lock, rate
+
+
+def unwrap(workflow: Workflow) -> Workflow:
+    """The workflow as it was before n8nlock wrapped it (a new dict)."""
+    result = copy.deepcopy(workflow)
+    roles = {str(n["name"]): r for n in result.get("nodes", []) if (r := role_of(n))}
+    if not roles:
+        return result
+    lock, rate = read_configs(result)
+    connections = result.setdefault("connections", {})
+    for trigger in graph.triggers(result):
+        end = _chain_end(result, roles, trigger["name"])
+        if end is not None:
+            body = [x for x in graph.outputs(result, end)[0] if x["node"] not in roles]
+            connections[trigger["name"]]["main"][0] = body
+    result["nodes"] = [n for n in result["nodes"] if n["name"] not in roles]
+    for name in list(connections):
+        if name in roles:
+            del connections[name]
+            continue
+        for kind, outputs in connections[name].items():
+            connections[name][kind] = [
+                [x for x in links or [] if x["node"] not in roles] for links in outputs
+            ]
+    graph.normalise(result)
+    graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
+    settings = result.get("settings") or {}
+    if settings.get("errorWorkflow") == HANDLER_ID:
+        del settings["errorWorkflow"]
+    return result

@@ -1,0 +1,124 @@
+"""The nodes n8nlock adds to a workflow: how they look, and how they are recognised.
+
+Every added node carries the note `n8nlock:<role>`; that is how a later run finds them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from n8n_lockkit.graph import Node
+
+MARK = "n8nlock:"
+_NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
+DENIAL = (
+    "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
+    "window, limit {{ $json.limit }}"
+)
+
+
+def role_of(node: Node) -> str | None:
+    notes = str(node.get("notes", ""))
+    match = re.match(rf"{MARK}([a-z-]+)", notes)
+    return match.group(1) if match else None
+
+
+def owned(
+    key: str,
+    role: str,
+    name: str,
+    kind: str,
+    version: float,
+    position: list[int],
+    parameters: dict[str, Any],
+    **extra: Any,
+) -> Node:
+    node_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{role}:{name}"))
+    return {
+        "id": node_id,
+        "name": name,
+        "type": kind,
+        "typeVersion": version,
+        "position": position,
+        "parameters": parameters,
+        "notes": f"{MARK}{role} — managed by n8nlock; re-run its command to change it",
+        **extra,
+    }
+
+
+def call(primitive: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "source": "database",
+        "workflowId": {
+            "__rl": True,
+            "mode": "id",
+            "value": f"{{{{@:env:workflows.{primitive}.id}}}}",
+        },
+        "workflowInputs": {
+            "mappingMode": "defineBelow",
+            "value": values,
+            "matchingColumns": [],
+            "schema": [],
+        },
+        "mode": "once",
+        "options": {"waitForSubWorkflow": True},
+    }
+
+
+def if_parameters(key: str, expression: str) -> dict[str, Any]:
+    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
+    return {
+        "conditions": {
+            "options": {
+                "caseSensitive": True,
+                "leftValue": "",
+                "typeValidation": "strict",
+                "version": 2,
+            },
+            "conditions": [
+                {
+                    "id": condition_id,
+                    "leftValue": f"={{{{ {expression} }}}}",
+                    "rightValue": True,
+                    "operator": {"type": "boolean", "operation": "true", "singleValue": True},
+                }
+            ],
+            "combinator": "and",
+        },
+        "options": {},
+    }
+
+
+def code(source: str) -> dict[str, Any]:
+    return {"mode": "runOnceForAllItems", "language": "javaScript", "jsCode": source}
+
+
+def restore_items(trigger: str) -> dict[str, Any]:
+    return code(
+        f"// n8nlock: hand the body the trigger's items again\n"
+        f"return $({json.dumps(trigger)}).all();"
+    )
+
+
+def acquired(acquires: list[str], field: str) -> str:
+    if len(acquires) == 1:
+        return f"={{{{ $({json.dumps(acquires[0])}).first().json.{field} }}}}"
+    names = json.dumps(acquires)
+    return f"={{{{ {names}.map((n) => $(n)).find((n) => n.isExecuted).first().json.{field} }}}}"
+
+
+def output_code(terminals: list[tuple[str, int]]) -> dict[str, Any]:
+    # n8n answers a "last node" webhook with the first output of the node that ran last;
+    # of the body's end nodes, the one that ran last is the last of them that ran at all.
+    names = json.dumps(list(dict.fromkeys(name for name, _ in terminals)))
+    return code(
+        "// n8nlock: answer as the body's last node would (for 'last node' webhooks)\n"
+        f"const ends = {names};\n"
+        "for (const name of ends.reverse()) {\n"
+        "  if ($(name).isExecuted) return $(name).all(0);\n"
+        "}\n"
+        "return [];"
+    )
