@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.n8n_client import N8nClient
 
@@ -68,3 +70,39 @@ def create_redis(client: N8nClient, name: str, settings: RedisSettings) -> str:
         {"name": name, "type": "redis", "data": redis_data(schema, settings)}
     )
     return str(created["id"])
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: str  # create | link | identical
+    credential_id: str
+
+    @property
+    def changed(self) -> bool:
+        return self.action != "identical"
+
+
+def ensure_redis(
+    env: EnvFile,
+    name: str,
+    settings: RedisSettings,
+    *,
+    link_id: str | None,
+    replace: bool,
+    connect: Callable[[EnvFile], N8nClient],
+) -> Outcome:
+    """Record a linked id, keep a recorded one, or create the credential on n8n."""
+    current = ((env.data.get("credentials") or {}).get("redis") or {}).get("id")
+    if link_id:
+        outcome = Outcome("link", link_id)
+    elif current and not replace:
+        return Outcome("identical", str(current))
+    else:
+        settings.password()  # a missing variable stops us before anything is sent
+        client = connect(env)
+        try:
+            outcome = Outcome("create", create_redis(client, name, settings))
+        finally:
+            client.close()
+    env.record_credential("redis", outcome.credential_id, name)
+    return outcome

@@ -1,0 +1,148 @@
+"""Commands that set up a workspace: init, create-lock, copy-primitive."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from n8n_lockkit import (
+    envconfig,
+    installer,
+    output,
+    scaffold,
+)
+from n8n_lockkit.cli.app import (
+    AppContext,
+    apply_plan,
+    dry_run_option,
+    env_option,
+    force_option,
+    format_option,
+    main,
+    pass_app,
+    poll_option,
+)
+from n8n_lockkit.primitives import PRIMITIVES, get_primitive
+from n8n_lockkit.render import RenderOptions
+from n8n_lockkit.workspace import Workspace
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
+@click.option(
+    "--env",
+    "envs",
+    multiple=True,
+    metavar="NAME",
+    help="Env file to create (repeatable).  [default: dev]",
+)
+@click.option(
+    "--url",
+    default=scaffold.DEFAULT_URL,
+    show_default=True,
+    help="Base URL of the n8n instance the new env files point at.",
+)
+@dry_run_option
+@format_option
+def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str) -> None:
+    """Create a workspace: envs/<env>.yml and workflows/.
+
+    Existing files are kept, so running it again only adds missing envs.
+
+    \b
+    Example:
+        n8nlock init my-automations --env dev --env prod
+    """
+    root = directory.resolve()
+    apply_plan(
+        Workspace(root), scaffold.plan_init(root, envs or ["dev"], url), dry_run=dry_run, fmt=fmt
+    )
+
+
+@main.command("create-lock")
+@env_option
+@click.option(
+    "--include-error-handler",
+    is_flag=True,
+    help="Also install error_handler_lock_cleanup and ensure lockScopes exists.",
+)
+@click.option("--include-rate-limit", is_flag=True, help="Also install rate_limit_check.")
+@force_option
+@poll_option
+@dry_run_option
+@format_option
+@pass_app
+def create_lock(
+    app: AppContext,
+    envs: Sequence[str],
+    include_error_handler: bool,
+    include_rate_limit: bool,
+    force_overwrite: bool,
+    poll_interval_seconds: float,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Install the lock primitives and register them in the env(s).
+
+    Writes workflows/lock_acquisition.template.json and lock_release.template.json
+    (and the handler and rate limit when asked) and adds each key to the env's
+    `workflows:` map. Running it again changes nothing.
+
+    \b
+    Example:
+        n8nlock create-lock --include-error-handler --include-rate-limit --env dev
+    """
+    workspace = app.workspace()
+    selected = envconfig.select_envs(workspace, envs)
+    primitives = installer.lock_primitives(
+        include_error_handler=include_error_handler, include_rate_limit=include_rate_limit
+    )
+    change_plan = installer.plan_create_lock(
+        workspace,
+        selected,
+        primitives,
+        force_overwrite=force_overwrite,
+        options=RenderOptions(poll_interval_seconds=poll_interval_seconds),
+    )
+    apply_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
+
+
+@main.command("copy-primitive")
+@click.argument("name", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the primitives and exit.")
+@force_option
+@poll_option
+@dry_run_option
+@format_option
+@pass_app
+def copy_primitive(
+    app: AppContext,
+    name: str | None,
+    list_only: bool,
+    force_overwrite: bool,
+    poll_interval_seconds: float,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Copy one primitive into workflows/ without registering it anywhere.
+
+    \b
+    Example:
+        n8nlock copy-primitive --list
+        n8nlock copy-primitive rate_limit_check
+    """
+    if list_only or name is None:
+        output.show_lines(f"{p.key:<28} {p.summary}" for p in PRIMITIVES.values())
+        if name is None and not list_only:
+            raise click.UsageError("name a primitive to copy (see the list above)")
+        return
+    workspace = app.workspace()
+    change_plan = installer.plan_copy_primitive(
+        workspace,
+        get_primitive(name),
+        force_overwrite=force_overwrite,
+        options=RenderOptions(poll_interval_seconds=poll_interval_seconds),
+    )
+    apply_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)

@@ -1,0 +1,162 @@
+"""Commands that rewrite workflows: add-lock-to-workflow, add-rate-limit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import click
+
+from n8n_lockkit import (
+    envconfig,
+    rewrite,
+)
+from n8n_lockkit.cli.app import (
+    AppContext,
+    F,
+    apply_plan,
+    dry_run_option,
+    env_option,
+    format_option,
+    main,
+    pass_app,
+)
+from n8n_lockkit.wrap import ON_DENIED, LockConfig, RateLimitConfig
+
+
+def workflow_key_option(f: F) -> F:
+    return click.option(
+        "--workflow-key",
+        required=True,
+        metavar="KEY",
+        help="The workflow to change: workflows/KEY.template.json.",
+    )(f)
+
+
+def scope_option(what: str) -> Callable[[F], F]:
+    def decorate(f: F) -> F:
+        return click.option(
+            "--scope-expression",
+            "scope",
+            required=True,
+            metavar="EXPR",
+            help=f"What {what}: a literal (orders), an expression "
+            "(={{ 'order-' + $json.body.orderId }}) or a template (=api-{{ $json.userId }}).",
+        )(f)
+
+    return decorate
+
+
+@main.command("add-lock-to-workflow")
+@workflow_key_option
+@scope_option("the lock is on; executions with the same scope run one at a time")
+@click.option(
+    "--ttl-seconds",
+    type=click.IntRange(1),
+    default=86400,
+    show_default=True,
+    help="How long a lock lives if its holder never releases it.",
+)
+@click.option(
+    "--max-wait-seconds",
+    type=click.IntRange(1),
+    default=86400,
+    show_default=True,
+    help="How long an execution waits for the lock before it fails.",
+)
+@click.option("--fail-fast", is_flag=True, help="Fail at once instead of waiting for the lock.")
+@click.option(
+    "--lock-on-error",
+    is_flag=True,
+    help="Set the workflow's error workflow to error_handler_lock_cleanup.",
+)
+@env_option
+@dry_run_option
+@format_option
+@pass_app
+def add_lock_to_workflow(
+    app: AppContext,
+    workflow_key: str,
+    scope: str,
+    ttl_seconds: int,
+    max_wait_seconds: int,
+    fail_fast: bool,
+    lock_on_error: bool,
+    envs: Sequence[str],
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Run a workflow's body under a lock, released once at the end.
+
+    Inserts Lock Acquire after each trigger and a single Lock Release after every branch
+    of the body has finished; the body sees the trigger's items as before. A static scope
+    is added to lockScopes of the env(s). Running it again changes nothing; other flags
+    update the lock in place.
+
+    \b
+    Example:
+        n8nlock add-lock-to-workflow --workflow-key orders \\
+            --scope-expression "={{ 'order-' + $json.body.orderId }}" --ttl-seconds 300
+    """
+    workspace = app.workspace()
+    selected = envconfig.select_envs(workspace, envs)
+    config = LockConfig(scope, ttl_seconds, max_wait_seconds, fail_fast, lock_on_error)
+    apply_plan(
+        workspace,
+        rewrite.plan_add_lock(workspace, workflow_key, config, selected),
+        dry_run=dry_run,
+        fmt=fmt,
+    )
+
+
+@main.command("add-rate-limit")
+@workflow_key_option
+@scope_option("is counted; each scope has its own budget")
+@click.option(
+    "--limit",
+    type=click.IntRange(1),
+    required=True,
+    help="Executions allowed per scope and window.",
+)
+@click.option(
+    "--window-seconds", type=click.IntRange(1), required=True, help="Length of the fixed window."
+)
+@click.option(
+    "--on-denied",
+    type=click.Choice(ON_DENIED),
+    default="passthrough",
+    show_default=True,
+    help="passthrough: end with {allowed: false, …} as output; stop: end quietly; "
+    "error: fail the execution with the denial message.",
+)
+@dry_run_option
+@format_option
+@pass_app
+def add_rate_limit(
+    app: AppContext,
+    workflow_key: str,
+    scope: str,
+    limit: int,
+    window_seconds: int,
+    on_denied: str,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Gate a workflow with a fixed-window rate limit.
+
+    Inserts Rate Limit after each trigger; calls over the limit take the --on-denied path
+    and the body does not run. With a lock too, the rate limit comes first. Running it
+    again changes nothing; other flags update it in place.
+
+    \b
+    Example:
+        n8nlock add-rate-limit --workflow-key enrich --scope-expression "=api-{{ $json.userId }}" \\
+            --limit 10 --window-seconds 60 --on-denied error
+    """
+    workspace = app.workspace()
+    config = RateLimitConfig(scope, limit, window_seconds, on_denied)
+    apply_plan(
+        workspace,
+        rewrite.plan_add_rate_limit(workspace, workflow_key, config),
+        dry_run=dry_run,
+        fmt=fmt,
+    )
