@@ -12,6 +12,7 @@ import jsonschema
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from n8n_lockkit.errors import EnvError, EnvSelectionError
+from n8n_lockkit.findings import json_path
 from n8n_lockkit.plan import FileChange
 from n8n_lockkit.workspace import Workspace
 from n8n_lockkit.yamlfile import YamlDocument, to_plain
@@ -21,10 +22,6 @@ def _schema() -> dict[str, Any]:
     text = resources.files("n8n_lockkit").joinpath("schemas/env.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
-
-
-def _json_path(path: Sequence[Any]) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
 @dataclass
@@ -96,7 +93,7 @@ def validate_env(name: str, document: YamlDocument, display_path: str) -> None:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise EnvError(
-            f"{display_path}::{_json_path(first.path)}: {first.message}{more}",
+            f"{display_path}::{json_path(list(first.path))}: {first.message}{more}",
             hint="fix the env file; `n8nlock init` shows the expected shape",
         )
     declared = document.get(("name",))

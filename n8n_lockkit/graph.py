@@ -6,7 +6,7 @@ index}]`. Nothing here mutates its input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 Workflow = dict[str, Any]
@@ -29,7 +29,7 @@ def is_trigger(node: Node) -> bool:
     return node_type in _TRIGGER_TYPES or node_type.endswith("Trigger")
 
 
-def triggers(workflow: Workflow) -> list[Node]:
+def triggers(workflow: Mapping[str, Any]) -> list[Node]:
     """Trigger nodes by type (never by array order), enabled ones only."""
     return [n for n in workflow.get("nodes", []) if is_trigger(n) and not n.get("disabled")]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit import placeholders
+from n8n_lockkit import graph, placeholders
 from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError, PlaceholderError, RemoteError, WorkflowFileError
 from n8n_lockkit.n8n_client import N8nClient, N8nNotFound, N8nRejected
@@ -265,8 +265,8 @@ class Pusher:
         return True
 
 
-ACTIVATABLE_TYPES = re.compile(r"(Trigger|\.webhook|\.formTrigger|\.scheduleTrigger|\.cron)$")
-PASSIVE_TRIGGERS = frozenset({"n8n-nodes-base.manualTrigger"})
+# Triggers a user starts by hand: n8n has nothing to activate for them.
+PASSIVE_TRIGGERS = frozenset({"n8n-nodes-base.manualTrigger", "n8n-nodes-base.start"})
 INTERNAL_TRIGGERS = frozenset(
     {"n8n-nodes-base.errorTrigger", "n8n-nodes-base.executeWorkflowTrigger"}
 )
@@ -285,16 +285,10 @@ def webhooks(workflow: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def only_internal_triggers(workflow: Mapping[str, Any]) -> bool:
     """Started only by n8n itself: as a sub-workflow or as an error workflow."""
-    types = {str(node.get("type", "")) for node in workflow.get("nodes", [])}
-    triggers = {t for t in types if ACTIVATABLE_TYPES.search(t)}
+    triggers = {str(node.get("type")) for node in graph.triggers(workflow)}
     return bool(triggers) and triggers <= INTERNAL_TRIGGERS
 
 
 def activatable(workflow: Mapping[str, Any]) -> bool:
     """Whether n8n can activate (publish) the workflow: it has a trigger that is not passive."""
-    return any(
-        ACTIVATABLE_TYPES.search(str(node.get("type", "")))
-        and node.get("type") not in PASSIVE_TRIGGERS
-        and not node.get("disabled")
-        for node in workflow.get("nodes", [])
-    )
+    return any(node.get("type") not in PASSIVE_TRIGGERS for node in graph.triggers(workflow))

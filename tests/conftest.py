@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import responses
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
@@ -15,6 +16,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-goldens", action="store_true", help="rewrite golden files instead of comparing"
     )
+
+
+@pytest.fixture(autouse=True)
+def no_network(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Only tests/e2e reaches the network: elsewhere an unregistered request fails the test."""
+    if "e2e" in request.node.path.parts:
+        yield
+        return
+    responses.start()
+    yield
+    responses.stop()
+    responses.reset()
 
 
 @pytest.fixture

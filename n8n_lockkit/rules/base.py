@@ -160,7 +160,7 @@ def code_of(node: dict[str, Any]) -> tuple[str, str]:
     return name, source if isinstance(source, str) else ""
 
 
-def _literal_number(value: Any) -> float | None:
+def literal_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)

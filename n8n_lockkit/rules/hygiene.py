@@ -12,8 +12,8 @@ from n8n_lockkit.rules.base import (
     WAIT,
     Problem,
     WorkflowContext,
-    _literal_number,
     calls_primitive,
+    literal_number,
 )
 
 # Inputs of the primitives that must be at least 1 when given as literal numbers.
@@ -59,7 +59,7 @@ def no_retry(ctx: WorkflowContext) -> Iterator[Problem]:
 
 def _redis_ttl_problems(index: int, node: dict[str, Any]) -> Iterator[Problem]:
     parameters = node.get("parameters", {})
-    ttl = _literal_number(parameters.get("ttl"))
+    ttl = literal_number(parameters.get("ttl"))
     if parameters.get("expire") is True and ttl is not None and ttl < 1:
         yield Problem(
             ("nodes", index, "parameters", "ttl"),
@@ -79,7 +79,7 @@ def minimum_values(ctx: WorkflowContext) -> Iterator[Problem]:
                 continue
             values = node.get("parameters", {}).get("workflowInputs", {}).get("value", {})
             for name in inputs:
-                number = _literal_number(values.get(name))
+                number = literal_number(values.get(name))
                 if number is not None and number < 1:
                     yield Problem(
                         ("nodes", index, "parameters", "workflowInputs", "value", name),

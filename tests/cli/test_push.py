@@ -16,12 +16,18 @@ def fake() -> FakeN8n:
     return FakeN8n()
 
 
+def point_at(workspace: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the dev env at `url` and give it the fake's API key; returns the env file."""
+    env = workspace / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace("http://127.0.0.1:5678", url))
+    monkeypatch.setenv("N8N_API_KEY", API_KEY)
+    return env
+
+
 @pytest.fixture
 def ready(workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A workspace with the primitives, pointing at the fake n8n with a credential linked."""
-    env = workspace / "envs" / "dev.yml"
-    env.write_text(env.read_text().replace("http://127.0.0.1:5678", BASE))
-    monkeypatch.setenv("N8N_API_KEY", API_KEY)
+    point_at(workspace, BASE, monkeypatch)
     for args in (
         ("create-lock", "--include-error-handler"),
         ("redis-credential", "--link", "cred-9", "--name", "Redis dev"),
@@ -140,9 +146,7 @@ def test_refused_key_is_exit_4_and_the_key_is_never_printed(
 def test_unresolved_placeholder_stops_before_anything_is_sent(
     workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, fake: FakeN8n
 ) -> None:
-    env = workspace / "envs" / "dev.yml"
-    env.write_text(env.read_text().replace("http://127.0.0.1:5678", BASE))
-    monkeypatch.setenv("N8N_API_KEY", API_KEY)
+    point_at(workspace, BASE, monkeypatch)
     invoke("create-lock", cwd=workspace)
     result = invoke("push", cwd=workspace)
     assert result.exit_code == 3, explain(result)
@@ -171,9 +175,7 @@ def test_a_recorded_id_that_vanished_offers_to_recreate(
 def test_unreachable_instance(
     workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = workspace / "envs" / "dev.yml"
-    env.write_text(env.read_text().replace("http://127.0.0.1:5678", "http://127.0.0.1:9"))
-    monkeypatch.setenv("N8N_API_KEY", API_KEY)
+    point_at(workspace, "http://127.0.0.1:9", monkeypatch)
     invoke("redis-credential", "--link", "c1", cwd=workspace)
     invoke("create-lock", cwd=workspace)
     result = invoke("push", cwd=workspace)
@@ -184,9 +186,7 @@ def test_unreachable_instance(
 def test_redis_credential_is_created_and_recorded(
     workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, fake: FakeN8n
 ) -> None:
-    env = workspace / "envs" / "dev.yml"
-    env.write_text(env.read_text().replace("http://127.0.0.1:5678", BASE))
-    monkeypatch.setenv("N8N_API_KEY", API_KEY)
+    env = point_at(workspace, BASE, monkeypatch)
     result = invoke("redis-credential", "--host", "redis", "--port", "6380", cwd=workspace)
     assert result.exit_code == 0, explain(result)
     assert 'redis: {id: "cred-1", name: "n8nlock redis"}' in env.read_text()

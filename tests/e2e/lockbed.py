@@ -23,6 +23,8 @@ import requests
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
+from n8n_lockkit.envconfig import load_env
+from n8n_lockkit.workspace import Workspace
 from tests.testbed.endpoints import N8nInstance
 
 CALLERS = Path(__file__).parent / "workflows"
@@ -106,9 +108,6 @@ class LockBed:
         return [json.loads(entry) for entry in self.redis.lrange(f"e2e-sink-{scope}", 0, -1)]
 
     def workflow_id(self, key: str) -> str:
-        from n8n_lockkit.envconfig import load_env
-        from n8n_lockkit.workspace import Workspace
-
         return str(load_env(Workspace(self.root), "e2e").data["workflows"][key]["id"])
 
     def executions(self, workflow_id: str) -> list[dict[str, Any]]:

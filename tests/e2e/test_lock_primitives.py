@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.lockbed import REGISTERED_SCOPE, Call, LockBed, wait_until
+from tests.e2e.lockbed import REGISTERED_SCOPE, Call, LockBed, run_cli, wait_until
 
 MARGIN = 2.5  # n8n's own overhead per call on a 2-core machine, with room to spare
 
@@ -221,8 +221,6 @@ def test_invalid_ttl_is_refused_by_the_primitive(
 
 
 def test_pushing_again_sends_no_write(lockbed: LockBed) -> None:
-    from tests.e2e.lockbed import run_cli
-
     result = run_cli(lockbed.root, "push", "--env", "e2e")
     verbs = {line.split()[0] for line in result.stderr.splitlines()[:-1]}
     assert verbs == {"identical"}, result.stderr

@@ -7,12 +7,13 @@ and what every one of the user's nodes produced must be the same.
 from __future__ import annotations
 
 import itertools
-import time
+import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+import requests
 
 from tests.e2e.corpus import install, node_outputs, webhook_path
 from tests.e2e.lockbed import LockBed, wait_until
@@ -81,10 +82,7 @@ def test_a_wrapped_workflow_answers_and_computes_as_before(
 
 
 def intervals(lockbed: LockBed, order_id: str) -> list[tuple[int, int]]:
-    events = [e for e in lockbed.redis.lrange(f"corpus-sink-{order_id}", 0, -1)]
-    import json
-
-    parsed = [json.loads(e) for e in events]
+    parsed = [json.loads(e) for e in lockbed.redis.lrange(f"corpus-sink-{order_id}", 0, -1)]
     starts = {e["execution"]: e["t"] for e in parsed if e["event"] == "start"}
     ends = {e["execution"]: e["t"] for e in parsed if e["event"] == "end"}
     return sorted((starts[x], ends[x]) for x in starts if x in ends)
@@ -230,12 +228,9 @@ def test_a_schedule_triggered_workflow_runs_and_releases(
     finally:
         for key in (plain, wrapped):
             lockbed_deactivate(lockbed, key)
-    time.sleep(0)
 
 
 def lockbed_deactivate(lockbed: LockBed, key: str) -> None:
-    import requests
-
     requests.post(
         f"{lockbed.n8n.base_url}/api/v1/workflows/{lockbed.workflow_id(key)}/deactivate",
         headers={"X-N8N-API-KEY": lockbed.n8n.api_key},
