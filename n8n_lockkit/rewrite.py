@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from n8n_lockkit import graph
 from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError, WorkflowFileError
 from n8n_lockkit.plan import FileChange, Plan, read_text_or_none
@@ -56,6 +57,17 @@ def _require(workspace: Workspace, envs: Sequence[EnvFile], keys: Sequence[str],
                 )
 
 
+def _unknown_entries(workflow: dict[str, Any]) -> list[str]:
+    """Warnings for nodes taken as triggers only because nothing leads into them."""
+    by_name = {n["name"]: n for n in graph.nodes(workflow)}
+    return [
+        f"node {name!r} has type {by_name[name].get('type')!r}, which n8n does not ship (a "
+        "community node?); nothing leads into it, so n8nlock treats it as a trigger and "
+        "guards what follows it"
+        for name in dict.fromkeys(e.node for e in graph.entries(workflow) if not e.known)
+    ]
+
+
 def _at_least_one(**values: int) -> None:
     for name, value in values.items():
         if value < 1:
@@ -75,8 +87,9 @@ def plan_add_lock(
     _require(workspace, envs, needed, how)
     path, text, workflow = load_workflow(workspace, key)
     _, rate = read_configs(workflow)
-    wrapped = wrap(unwrap(workflow), key, config, rate)
-    messages: list[str] = []
+    body = unwrap(workflow)
+    wrapped = wrap(body, key, config, rate)
+    messages = _unknown_entries(body)
     if scope.static is not None:
         for env in envs:
             env.add_lock_scope(scope.static)
@@ -96,5 +109,6 @@ def plan_add_rate_limit(workspace: Workspace, key: str, config: RateLimitConfig)
     _require(workspace, [], [RATE_LIMIT.key], "n8nlock create-lock --include-rate-limit")
     path, text, workflow = load_workflow(workspace, key)
     lock, _ = read_configs(workflow)
-    wrapped = wrap(unwrap(workflow), key, lock, config)
-    return Plan((FileChange(path, text, dump_workflow(wrapped)),))
+    body = unwrap(workflow)
+    wrapped = wrap(body, key, lock, config)
+    return Plan((FileChange(path, text, dump_workflow(wrapped)),), tuple(_unknown_entries(body)))

@@ -13,17 +13,20 @@ from n8n_lockkit.wrap import (
     RATE_SHIFT,
     LockConfig,
     RateLimitConfig,
+    WrapError,
 )
 from n8n_lockkit.wrap_nodes import role_of
 
 _CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
 
 
-def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str) -> str | None:
-    """The last Restore node of the chain n8nlock put after `trigger`, if any."""
+def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str, output: int) -> str | None:
+    """The last Restore node of the chain n8nlock put after `trigger`'s `output`, if any."""
     current, end = trigger, None
     while True:
-        first = (graph.outputs(workflow, current) or [[]])[0]
+        links = graph.outputs(workflow, current)
+        index = output if current == trigger else 0
+        first = links[index] if index < len(links) else []
         following = [str(x["node"]) for x in first if roles.get(str(x["node"])) in _CHAIN]
         if not following:
             return end
@@ -33,15 +36,31 @@ def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str) -> str |
 
 
 def _values(workflow: Workflow, role: str) -> dict[str, Any] | None:
-    for node in workflow["nodes"]:
+    for node in graph.nodes(workflow):
         if role_of(node) == role:
             values: dict[str, Any] = node["parameters"]["workflowInputs"]["value"]
             return values
     return None
 
 
+def _settings(workflow: Workflow) -> dict[str, Any]:
+    settings = workflow.get("settings")
+    return settings if isinstance(settings, dict) else {}
+
+
 def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
     """The lock and rate limit a wrapped workflow carries, as the nodes say."""
+    try:
+        return _read_configs(workflow)
+    except (KeyError, TypeError, ValueError) as err:
+        raise WrapError(
+            f"n8nlock's nodes in this workflow were changed by hand and cannot be read ({err!r})",
+            hint="change them only through add-lock-to-workflow / add-rate-limit; restore the "
+            "file from version control, or delete the nodes whose notes start with 'n8nlock:'",
+        ) from err
+
+
+def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
     lock = rate = None
     values = _values(workflow, "lock-acquire")
     if values is not None:
@@ -50,12 +69,16 @@ def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig
             ttl_seconds=int(values["ttl_seconds"]),
             max_wait_seconds=int(values["max_wait_seconds"]),
             fail_fast=values.get("wait_till_lock_released") is False,
-            lock_on_error=(workflow.get("settings") or {}).get("errorWorkflow") == HANDLER_ID,
+            lock_on_error=_settings(workflow).get("errorWorkflow") == HANDLER_ID,
         )
     values = _values(workflow, "rate-limit")
     if values is not None:
         denied = next(
-            (r for n in workflow["nodes"] if (r := role_of(n) or "").startswith("rate-denied-")),
+            (
+                r
+                for n in graph.nodes(workflow)
+                if (r := role_of(n) or "").startswith("rate-denied-")
+            ),
             "rate-denied-passthrough",
         )
         rate = RateLimitConfig(
@@ -70,28 +93,40 @@ def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig
 def unwrap(workflow: Workflow) -> Workflow:
     """The workflow as it was before n8nlock wrapped it (a new dict)."""
     result = copy.deepcopy(workflow)
-    roles = {str(n["name"]): r for n in result.get("nodes", []) if (r := role_of(n))}
+    roles = {str(n["name"]): r for n in graph.nodes(result) if (r := role_of(n))}
     if not roles:
         return result
     lock, rate = read_configs(result)
-    connections = result.setdefault("connections", {})
+    graph.normalise(result)
+    connections = result["connections"]
     for trigger in graph.triggers(result):
-        end = _chain_end(result, roles, trigger["name"])
-        if end is not None:
-            body = [x for x in graph.outputs(result, end)[0] if x["node"] not in roles]
-            connections[trigger["name"]]["main"][0] = body
-    result["nodes"] = [n for n in result["nodes"] if n["name"] not in roles]
+        name = trigger["name"]
+        for output in range(len(graph.outputs(result, name))):
+            end = _chain_end(result, roles, name, output)
+            if end is not None:
+                body = [x for x in graph.outputs(result, end)[0] if x["node"] not in roles]
+                connections[name]["main"][output] = body
+    result["nodes"] = [
+        n for n in result["nodes"] if not (isinstance(n, dict) and n.get("name") in roles)
+    ]
+    graph.normalise(result)
+    connections = result["connections"]
     for name in list(connections):
         if name in roles:
             del connections[name]
             continue
         for kind, outputs in connections[name].items():
-            connections[name][kind] = [
-                [x for x in links or [] if x["node"] not in roles] for links in outputs
-            ]
+            connections[name][kind] = (
+                [
+                    [x for x in links if not (isinstance(x, dict) and str(x.get("node")) in roles)]
+                    for links in outputs
+                ]
+                if isinstance(outputs, list)
+                else outputs
+            )
     graph.normalise(result)
     graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
-    settings = result.get("settings") or {}
+    settings = _settings(result)
     if settings.get("errorWorkflow") == HANDLER_ID:
         del settings["errorWorkflow"]
     return result

@@ -21,11 +21,12 @@ Lock Output answers with what the body's last node answered, for "last node" web
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from n8n_lockkit import graph
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.graph import Node, Workflow, link
+from n8n_lockkit.graph import Entry, Node, Workflow, link
 from n8n_lockkit.wrap_nodes import (
     DENIAL,
     acquired,
@@ -72,11 +73,15 @@ class WrapError(LockkitError):
 class _Builder:
     key: str
     workflow: Workflow
-    single_trigger: bool
+    single_entry: bool
     join_y: int = 0
 
-    def name(self, base: str, trigger: str) -> str:
-        return base if self.single_trigger else f"{base} ({trigger})"
+    def name(self, base: str, label: str) -> str:
+        return base if self.single_entry else f"{base} ({label})"
+
+    def position(self, name: str) -> list[int]:
+        node = next(n for n in graph.nodes(self.workflow) if n["name"] == name)
+        return [int(node["position"][0]), int(node["position"][1])]
 
     def add(self, node: Node) -> str:
         if any(n["name"] == node["name"] for n in self.workflow["nodes"]):
@@ -110,9 +115,9 @@ class _Builder:
         main[output].append(link(target, index))
 
 
-def _rate_limit(b: _Builder, trigger: Node, config: RateLimitConfig) -> str:
-    x, y = trigger["position"]
-    t = trigger["name"]
+def _rate_limit(b: _Builder, entry: Entry, config: RateLimitConfig) -> str:
+    x, y = b.position(entry.node)
+    t = _label(b.workflow, entry)
     rate = b.add(
         owned(
             b.key,
@@ -150,11 +155,11 @@ def _rate_limit(b: _Builder, trigger: Node, config: RateLimitConfig) -> str:
             "n8n-nodes-base.code",
             2,
             [x + 3 * STEP, y],
-            restore_items(t),
+            restore_items(entry.node, entry.output),
         )
     )
     denied = b.add(_denied_node(b, t, [x + 3 * STEP, y + 200], config.on_denied))
-    b.connect(t, 0, rate)
+    b.connect(entry.node, entry.output, rate)
     b.connect(rate, 0, allowed)
     b.connect(allowed, 0, restore)
     b.connect(allowed, 1, denied)
@@ -186,8 +191,11 @@ def _denied_node(b: _Builder, trigger: str, position: list[int], on_denied: str)
     )
 
 
-def _acquire(b: _Builder, after: str, trigger: str, config: LockConfig) -> tuple[str, str]:
-    x, y = next(n for n in b.workflow["nodes"] if n["name"] == after)["position"]
+def _acquire(
+    b: _Builder, after: tuple[str, int], entry: Entry, config: LockConfig
+) -> tuple[str, str]:
+    x, y = b.position(after[0])
+    trigger = _label(b.workflow, entry)
     values = {
         "scope": config.scope,
         "ttl_seconds": config.ttl_seconds,
@@ -216,10 +224,10 @@ def _acquire(b: _Builder, after: str, trigger: str, config: LockConfig) -> tuple
             "n8n-nodes-base.code",
             2,
             [x + 2 * STEP, y],
-            restore_items(trigger),
+            restore_items(entry.node, entry.output),
         )
     )
-    b.connect(after, 0, acquire)
+    b.connect(*after, acquire)
     b.connect(acquire, 0, restore)
     return acquire, restore
 
@@ -257,10 +265,10 @@ def _join(b: _Builder, inputs: list[tuple[str, int]], position: list[int]) -> st
 def _release(
     b: _Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
 ) -> None:
-    x = max(int(n["position"][0]) for n in b.workflow["nodes"]) + STEP
+    x = max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP
     y = b.join_y
     join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
-    x = int(next(n for n in b.workflow["nodes"] if n["name"] == join)["position"][0])
+    x = b.position(join)[0]
     once = b.add(
         owned(
             b.key,
@@ -303,17 +311,19 @@ def _release(
     b.connect(release, 0, output)
 
 
-def _entry_triggers(workflow: Workflow) -> list[Node]:
-    found = []
-    for trigger in graph.triggers(workflow):
-        main = graph.outputs(workflow, trigger["name"])
-        if len([links for links in main if links]) > 1:
-            raise WrapError(
-                f"trigger {trigger['name']!r} has several connected outputs",
-                hint="n8nlock wraps a trigger's first output; use one output",
-            )
-        if main and main[0]:
-            found.append(trigger)
+def _label(workflow: Workflow, entry: Entry) -> str:
+    """How the nodes of one entry's chain are told apart: by trigger, then by output."""
+    if entry.output_count == 1:
+        return entry.node
+    node = next(n for n in graph.nodes(workflow) if n["name"] == entry.node)
+    methods = (node.get("parameters") or {}).get("httpMethod")
+    if isinstance(methods, list) and entry.output < len(methods):
+        return f"{entry.node} {methods[entry.output]}"  # a multipleMethods webhook
+    return f"{entry.node} output {entry.output + 1}"
+
+
+def _entries(workflow: Workflow) -> list[Entry]:
+    found = graph.entries(workflow)
     if not found:
         raise WrapError(
             "the workflow has no trigger connected to other nodes",
@@ -322,32 +332,119 @@ def _entry_triggers(workflow: Workflow) -> list[Node]:
     return found
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _node_problem(node: dict[str, object]) -> str | None:
+    """What n8n's node schema refuses in one node, as far as wrapping depends on it."""
+    position = node.get("position")
+    if not (isinstance(position, list) and len(position) == 2 and all(map(_is_number, position))):
+        return "has no position [x, y]"
+    if not isinstance(node.get("type"), str):
+        return "has no type"
+    if "typeVersion" in node and not _is_number(node["typeVersion"]):
+        return "has a typeVersion that is not a number"
+    if not isinstance(node.get("parameters", {}), dict):
+        return "has parameters that are not an object"
+    return None
+
+
+def _connection_problems(workflow: Workflow) -> Iterator[str]:
+    for source, by_kind in graph.connections(workflow).items():
+        for kind, outputs in by_kind.items():
+            if not isinstance(outputs, list):
+                yield f"connections[{source!r}][{kind!r}] is not a list of outputs"
+                continue
+            for index, links in enumerate(outputs):
+                where = f"connections[{source!r}][{kind!r}][{index}]"
+                if not isinstance(links, list):
+                    yield f"{where} is not a list of links"
+                elif not all(isinstance(x, dict) and isinstance(x.get("node"), str) for x in links):
+                    yield f"{where} holds a link without a target node"
+
+
+def check_shape(workflow: Workflow) -> None:
+    """Refuse, with the place named, what n8n would not run and wrapping cannot handle.
+
+    Call it on a normalised workflow: `null` outputs are fine by then.
+    """
+    for problem in _connection_problems(workflow):
+        raise WrapError(
+            problem,
+            hint="n8n stores connections as {node: {main: [[{node, type, index}], …]}}; fix "
+            "the file (`n8nlock validate` shows where)",
+        )
+    if not isinstance(workflow.get("settings", {}), dict):
+        raise WrapError(
+            "settings is not an object", hint='write it as {} or {"executionOrder": "v1"}'
+        )
+    names: set[str] = set()
+    for index, node in enumerate(workflow.get("nodes") or []):
+        name = node.get("name") if isinstance(node, dict) else None
+        if not isinstance(name, str):
+            raise WrapError(
+                f"nodes[{index}] is not a node with a name",
+                hint="every node is an object with name, type and position",
+            )
+        if name in names:
+            raise WrapError(
+                f"two nodes are named {name!r}",
+                hint="rename one; n8n connects nodes by name (`n8nlock validate` shows both)",
+            )
+        names.add(name)
+        refused = _node_problem(node)
+        if refused:
+            raise WrapError(
+                f"node {name!r} {refused}",
+                hint="n8n refuses such a node; open and save the workflow in n8n, or fix it "
+                "by hand (`n8nlock validate` shows where)",
+            )
+
+
 def wrap(
     body: Workflow, key: str, lock: LockConfig | None, rate: RateLimitConfig | None
 ) -> Workflow:
-    """The body with the rate limit and lock nodes around it (a new dict)."""
+    """The body with the rate limit and lock nodes around it (a new dict).
+
+    Every connected output of every trigger gets its own chain (a webhook with several HTTP
+    methods has one output per method), and every chain shares one release.
+    """
     workflow = copy.deepcopy(body)
     graph.normalise(workflow)
     if lock is None and rate is None:
         return workflow
-    entries = _entry_triggers(workflow)
-    ends = graph.terminal_outputs(workflow, [t["name"] for t in entries])
+    check_shape(workflow)
+    entries = _entries(workflow)
+    ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
     graph.shift_body(workflow, (RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0))
-    b = _Builder(key, workflow, len(entries) == 1, entries[0]["position"][1])
+    b = _Builder(key, workflow, len(entries) == 1, 0)
+    b.join_y = b.position(entries[0].node)[1]
     acquires, restores = [], []
-    for trigger in entries:
-        body_links = workflow["connections"][trigger["name"]]["main"][0]
-        workflow["connections"][trigger["name"]]["main"][0] = []
-        last = _rate_limit(b, trigger, rate) if rate else trigger["name"]
+    for entry in entries:
+        main = workflow["connections"][entry.node]["main"]
+        body_links = main[entry.output]
+        main[entry.output] = []
+        last = (_rate_limit(b, entry, rate), 0) if rate else (entry.node, entry.output)
         if lock:
-            acquire, last = _acquire(b, last, trigger["name"], lock)
+            acquire, restore = _acquire(b, last, entry, lock)
             acquires.append(acquire)
-            restores.append(last)
-        workflow["connections"].setdefault(last, {})["main"] = [body_links]
+            restores.append(restore)
+            last = (restore, 0)
+        workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
+        _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
     if lock:
         _release(b, acquires, restores, ends)
         _set_error_workflow(workflow, lock.lock_on_error)
     return workflow
+
+
+def _set_output(
+    main: list[list[dict[str, object]]], output: int, links: list[dict[str, object]]
+) -> None:
+    while len(main) <= output:
+        main.append([])
+    main[output] = links
 
 
 def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:

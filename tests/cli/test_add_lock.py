@@ -202,3 +202,78 @@ def test_rate_limit_without_its_primitive_says_how(workspace: Path, invoke: Invo
     result = add_rate_limit(invoke, workspace, "code_heavy", "x")
     assert result.exit_code == 3, explain(result)
     assert "create-lock --include-rate-limit" in result.stderr
+
+
+def test_an_unknown_community_trigger_is_locked_with_a_warning_naming_it(
+    locked: Path, invoke: Invoke
+) -> None:
+    shutil.copy(CORPUS / "imap_manual_community.template.json", locked / "workflows")
+    result = add_lock(invoke, locked, "imap_manual_community", "tickets")
+    assert result.exit_code == 0, explain(result)
+    assert (
+        "Warning: node 'Community Poller' has type 'n8n-nodes-acme.acmeQueueTrigger', which n8n "
+        "does not ship" in " ".join(result.stderr.split())
+    )
+    names = node_names(locked, "imap_manual_community")
+    for trigger in ("Inbox", "When clicking ‘Test workflow’", "Community Poller"):
+        assert f"Lock Acquire ({trigger})" in names
+
+
+def test_a_webhook_with_several_methods_gets_every_method_locked(
+    locked: Path, invoke: Invoke
+) -> None:
+    shutil.copy(CORPUS / "multi_method_webhook.template.json", locked / "workflows")
+    result = add_lock(invoke, locked, "multi_method_webhook", "orders")
+    assert result.exit_code == 0, explain(result)
+    names = node_names(locked, "multi_method_webhook")
+    assert "Lock Acquire (Orders API GET)" in names and "Lock Acquire (Orders API POST)" in names
+    before = snapshot(locked)
+    again = add_lock(invoke, locked, "multi_method_webhook", "orders")
+    assert again.exit_code == 0, explain(again)
+    assert snapshot(locked) == before
+
+
+ODD_FILES = {
+    "nodes-null": {"nodes": None, "connections": {}},
+    "node-not-object": {"nodes": ["Webhook"], "connections": {}},
+    "connections-list": {"nodes": [], "connections": []},
+    "links-not-list": {
+        "nodes": [
+            {"name": "W", "type": "n8n-nodes-base.webhook", "position": [0, 0], "parameters": {}},
+            {"name": "S", "type": "n8n-nodes-base.set", "position": [200, 0], "parameters": {}},
+        ],
+        "connections": {"W": {"main": [{"node": "S", "type": "main", "index": 0}]}},
+    },
+    "wrapped-node-edited": {
+        "nodes": [
+            {"name": "W", "type": "n8n-nodes-base.webhook", "position": [0, 0], "parameters": {}},
+            {
+                "name": "Lock Acquire",
+                "type": "n8n-nodes-base.executeWorkflow",
+                "position": [200, 0],
+                "parameters": {"workflowInputs": "edited"},
+                "notes": "n8nlock:lock-acquire",
+            },
+        ],
+        "connections": {"W": {"main": [[{"node": "Lock Acquire", "type": "main", "index": 0}]]}},
+    },
+    "array": [],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(ODD_FILES))
+@pytest.mark.parametrize("command", ["add-lock-to-workflow", "add-rate-limit"])
+def test_an_odd_file_gets_one_error_and_a_hint_never_a_traceback(
+    locked: Path, invoke: Invoke, shape: str, command: str
+) -> None:
+    (locked / "workflows" / "odd.template.json").write_text(json.dumps(ODD_FILES[shape]))
+    before = snapshot(locked)
+    if command == "add-lock-to-workflow":
+        result = add_lock(invoke, locked, "odd", "orders")
+    else:
+        result = add_rate_limit(invoke, locked, "odd", "api")
+    assert result.exit_code == 3, explain(result)
+    assert result.exception is None or isinstance(result.exception, SystemExit), explain(result)
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("Error: ") and lines[1].startswith("Hint: "), explain(result)
+    assert snapshot(locked) == before

@@ -236,3 +236,28 @@ def lockbed_deactivate(lockbed: LockBed, key: str) -> None:
         headers={"X-N8N-API-KEY": lockbed.n8n.api_key},
         timeout=30,
     )
+
+
+def test_every_method_of_a_multi_method_webhook_runs_under_the_lock(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    scope = f"corpus-{unique_name}"
+    suffix = f"_{uuid.uuid4().hex[:6]}"
+    plain, wrapped = install(lockbed, "multi_method_webhook", *lock_args(scope), suffix=suffix)
+    url = f"{lockbed.n8n.base_url}/webhook/{webhook_path('multi_method_webhook')}{suffix}"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("GET", {"params": {"order": "o-1"}}),
+        ("POST", {"json": {"order": "o-2", "qty": 3}}),
+        ("POST", {"json": {"order": "o-3", "qty": 30}}),  # the If's unconnected (null) output
+    ]
+    for run, (method, kwargs) in enumerate(calls, start=1):
+        before = requests.request(method, f"{url}-plain", timeout=60, **kwargs)
+        before_nodes = node_outputs(lockbed, plain, run)
+        after = requests.request(method, url, timeout=60, **kwargs)
+        after_nodes = node_outputs(lockbed, wrapped, run)
+        assert (after.status_code, after.text) == (before.status_code, before.text), method
+        for node, outputs in before_nodes.items():
+            assert after_nodes.get(node) == outputs, f"{method}: node {node!r} differs"
+        assert f"Lock Acquire (Orders API {method})" in after_nodes
+        assert "Lock Release" in after_nodes, f"{method}: the lock was not released"
+    assert not lockbed.redis.exists(f"n8n-lock-{scope}")

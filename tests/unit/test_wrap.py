@@ -154,3 +154,97 @@ def test_a_name_clash_with_a_user_node_is_refused() -> None:
     body["connections"]["Lock Release"] = body["connections"].pop("Price Lines")
     with pytest.raises(WrapError, match="already has a node named 'Lock Release'"):
         wrap(body, "code_heavy", LOCK, None)
+
+
+def test_every_method_of_a_multi_method_webhook_is_locked() -> None:
+    wrapped = wrap(load("multi_method_webhook"), "multi_method_webhook", LOCK, None)
+    assert list(graph.targets(wrapped, "Orders API")) == [
+        "Lock Acquire (Orders API GET)",
+        "Lock Acquire (Orders API POST)",
+    ]
+    restore_post = next(
+        n for n in wrapped["nodes"] if n["name"] == "Lock Restore Items (Orders API POST)"
+    )
+    assert restore_post["parameters"]["jsCode"].endswith('return $("Orders API").all(1);')
+    assert list(graph.targets(wrapped, "Lock Restore Items (Orders API POST)")) == [
+        "Write Order",
+        "Lock Join",
+    ]
+
+
+def test_an_imap_trigger_is_locked_beside_the_manual_one() -> None:
+    wrapped = wrap(load("imap_manual_community"), "imap_manual_community", LOCK, RATE)
+    assert list(graph.targets(wrapped, "Inbox")) == ["Rate Limit (Inbox)"]
+    assert list(graph.targets(wrapped, "Community Poller")) == ["Rate Limit (Community Poller)"]
+    restore = next(
+        n
+        for n in wrapped["nodes"]
+        if n["name"] == "Lock Restore Items (When clicking ‘Test workflow’)"
+    )
+    # Readable in the editor, and n8n reads it the same as the \u2018 escape.
+    assert '$("When clicking ‘Test workflow’").all()' in restore["parameters"]["jsCode"]
+
+
+def test_null_outputs_are_written_as_n8n_reads_them_and_unwrap_restores_that() -> None:
+    body = load("multi_method_webhook")
+    wrapped = wrap(body, "multi_method_webhook", LOCK, None)
+    assert graph.outputs(wrapped, "Big?")[0] == [graph.link("Lock Join", 3)]
+    restored = unwrap(wrapped)
+    assert restored["connections"]["Big?"]["main"] == [[], [graph.link("Small")]]
+    assert restored == wrap(body, "multi_method_webhook", None, None)
+
+
+@pytest.mark.parametrize(
+    ("mangle", "message"),
+    [
+        (lambda w: w["nodes"].append(None), r"nodes\[\d+\] is not a node with a name"),
+        (lambda w: w["nodes"][1].pop("position"), "node 'Parse' has no position"),
+        (lambda w: w["nodes"][1].update(position=["a", 0]), "node 'Parse' has no position"),
+        (lambda w: w["nodes"][2].update(name="Parse"), "two nodes are named 'Parse'"),
+    ],
+)
+def test_shapes_n8n_would_not_run_are_refused_with_the_place_named(
+    mangle: Any, message: str
+) -> None:
+    body = load("code_heavy")
+    mangle(body)
+    with pytest.raises(WrapError, match=message):
+        wrap(body, "code_heavy", LOCK, None)
+
+
+def _mutations(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    """The corpus workflow with one value at a time replaced by something odd."""
+    found = []
+    paths: list[tuple[Any, ...]] = []
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        paths.append(path)
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, (*path, k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, (*path, i))
+
+    walk({k: workflow[k] for k in ("nodes", "connections", "settings")}, ())
+    for path in paths[1:]:
+        odd: Any
+        for odd in (None, [], {}, "x", 0):
+            mutated = copy.deepcopy(workflow)
+            target = mutated
+            for part in path[:-1]:
+                target = target[part]
+            target[path[-1]] = odd
+            found.append(mutated)
+    return found
+
+
+@pytest.mark.parametrize("name", ["two_triggers", "multi_method_webhook", "switch_fallback"])
+def test_no_shape_of_a_workflow_makes_wrap_or_unwrap_fail_unexpectedly(name: str) -> None:
+    for mutated in _mutations(load(name)):
+        try:
+            wrapped = wrap(mutated, name, LOCK, RATE)
+        except WrapError:
+            continue
+        assert read_configs(wrapped) == (LOCK, RATE)
+        unwrap(wrapped)
