@@ -122,7 +122,7 @@ def install_primitives(root: Path, poll: float) -> None:
         "600",
     )
     cli(root, "validate", "--env", "bench")
-    cli(root, "push", "--env", "bench")
+    cli(root, "push", "--env", "bench", "--activate")
 
 
 def post(n8n: N8nInstance, path: str, body: dict[str, Any]) -> float:

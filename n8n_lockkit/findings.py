@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is.
+
+    ERROR: n8n refuses the file (API 400, import failure) or a primitive's contract is broken.
+    WARNING: n8n accepts the file, but it risks misbehaving or uses something deprecated.
+    """
+
+    ERROR = "error"
+    WARNING = "warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,6 +24,7 @@ class Finding:
     path: str  # the file, as the user should read it
     location: str  # a JSONPath inside the file, or "line L, column C" for syntax errors
     rule: str
+    severity: Severity
     message: str
     hint: str = ""
 
@@ -20,6 +33,7 @@ class Finding:
             "path": self.path,
             "location": self.location,
             "rule": self.rule,
+            "severity": self.severity.value,
             "message": self.message,
             "hint": self.hint,
         }

@@ -7,7 +7,7 @@ nowhere else: never into a message, a log line or a file.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
@@ -17,6 +17,14 @@ from n8n_lockkit.errors import RemoteError
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # A POST that creates something may have succeeded before a 5xx; only these are safe to resend.
 POST_RETRY_STATUSES = frozenset({429, 503})
+# Asked in turn to probe a webhook with a method it does not take.
+PROBE_METHODS = ("PUT", "POST", "PATCH", "DELETE")
+REFUSED_HINT = "run `n8nlock validate` on the workflow; n8n's message says what it refused"
+# A publish refusal is about the instance's view of a saved workflow (missing credentials,
+# unpublished sub-workflows), which validate cannot see.
+PUBLISH_REFUSED_HINT = (
+    "n8n's message names what stops it from publishing; fix that in the workflow or on n8n"
+)
 
 
 class N8nNotFound(RemoteError):
@@ -25,6 +33,14 @@ class N8nNotFound(RemoteError):
 
 class N8nAuthError(RemoteError):
     """The API key was refused (401) or lacks a scope (403)."""
+
+
+class N8nServerError(RemoteError):
+    """n8n kept failing (5xx) or throttling (429) after the retries."""
+
+
+class WebhookNotLive(RemoteError):
+    """A just-published webhook did not start answering."""
 
 
 class N8nRejected(RemoteError):
@@ -84,16 +100,23 @@ class N8nClient:
     def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
         # /activate is "publish" on 2.x (and still accepted there); 1.x knows only /activate.
         return self._json(
-            "POST", f"/workflows/{workflow_id}/activate", json={}, what=f"workflow {workflow_id}"
+            "POST",
+            f"/workflows/{workflow_id}/activate",
+            json={},
+            what=f"workflow {workflow_id}",
+            refused_hint=PUBLISH_REFUSED_HINT,
         )
 
-    def wait_for_webhook(self, path: str, method: str, timeout: float = 30.0) -> None:
+    def wait_for_webhook(self, path: str, methods: Sequence[str], timeout: float = 30.0) -> None:
         """Wait until a just-published webhook answers (n8n 2.x registers it asynchronously).
 
-        The probe asks with another HTTP method, which never runs the workflow: a registered
-        path answers "... Did you mean to make a GET request?".
+        The probe asks with an HTTP method the webhook does not take, which never runs the
+        workflow: a registered path answers "... Did you mean to make a GET request?". A
+        webhook that takes every method cannot be probed, and is not waited for.
         """
-        probe = "PUT" if method.upper() == "POST" else "POST"
+        probe = next((m for m in PROBE_METHODS if m not in methods), None)
+        if probe is None:
+            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -106,8 +129,8 @@ class N8nClient:
             if response is not None and "Did you mean to make a" in response.text:
                 return
             self._sleep(0.1)
-        raise RemoteError(
-            f"the webhook {method} /webhook/{path} did not come up within {timeout:g} s",
+        raise WebhookNotLive(
+            f"the webhook {'/'.join(methods)} /webhook/{path} did not come up within {timeout:g} s",
             hint="the workflow is published; check n8n's log for a webhook path conflict",
         )
 
@@ -120,8 +143,16 @@ class N8nClient:
     def create_credential(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._json("POST", "/credentials", json=body, what=f"credential {body['name']!r}")
 
-    def _json(self, method: str, path: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
-        response = self._request(method, path, what=what, **kwargs)
+    def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        refused_hint: str = REFUSED_HINT,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        response = self._request(method, path, what=what, refused_hint=refused_hint, **kwargs)
         try:
             body = response.json()
         except ValueError as err:
@@ -133,7 +164,9 @@ class N8nClient:
             raise RemoteError(f"n8n answered {method} {path} with unexpected JSON")
         return body
 
-    def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> requests.Response:
+    def _request(
+        self, method: str, path: str, *, what: str, refused_hint: str, **kwargs: Any
+    ) -> requests.Response:
         url = f"{self.base_url}/api/v1{path}"
         retry_on = POST_RETRY_STATUSES if method == "POST" else RETRY_STATUSES
         for attempt in range(self._retries + 1):
@@ -152,11 +185,11 @@ class N8nClient:
             if response.status_code in retry_on and attempt < self._retries:
                 self._sleep(_retry_after(response) or self._backoff * 2**attempt)
                 continue
-            return self._checked(response, method, path, what)
+            return self._checked(response, method, path, what, refused_hint)
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _checked(
-        self, response: requests.Response, method: str, path: str, what: str
+        self, response: requests.Response, method: str, path: str, what: str, refused_hint: str
     ) -> requests.Response:
         status = response.status_code
         if status < 300:
@@ -176,7 +209,7 @@ class N8nClient:
                 hint="set n8n.url to the instance's final address (scheme and path included)",
             )
         if status >= 500 or status == 429:
-            raise RemoteError(
+            raise N8nServerError(
                 f"n8n failed {method} {path} with {status} ({message}) after "
                 f"{self._retries + 1} attempts",
                 hint="the instance is overloaded or broken; try again later",
@@ -185,7 +218,7 @@ class N8nClient:
             f"n8n rejected {what} ({status}): {message}",
             status=status,
             server_message=message,
-            hint="run `n8nlock validate` on the workflow; n8n's message says what it refused",
+            hint=refused_hint,
         )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.findings import Severity
 from n8n_lockkit.plan import Action, FileChange, Plan
 from n8n_lockkit.push import PushResult
 from n8n_lockkit.validate import Report
@@ -65,10 +66,21 @@ def plan_as_dict(workspace: Workspace, plan: Plan, *, dry_run: bool) -> dict[str
     }
 
 
+_SEVERITY_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def show_report(report: Report, fmt: str) -> None:
+    """`file::$.path: severity: message [rule]` lines on stdout, the counts on stderr."""
+    errors, warnings = report.count(Severity.ERROR), report.count(Severity.WARNING)
     if fmt == "json":
         document = {
             "status": "ok" if report.ok else "fail",
+            "strict": report.strict,
+            "counts": {"error": errors, "warning": warnings},
             "files": list(report.files),
             "findings": [f.as_dict() for f in report.findings],
         }
@@ -76,29 +88,51 @@ def show_report(report: Report, fmt: str) -> None:
         return
     for finding in report.findings:
         location = click.style(f"{finding.path}::{finding.location}", fg="yellow")
-        click.echo(f"{location}: {finding.message} [{finding.rule}]")
+        severity = click.style(finding.severity.value, fg=_SEVERITY_COLOURS[finding.severity])
+        click.echo(f"{location}: {severity}: {finding.message} [{finding.rule}]")
     summary = f"{len(report.files)} file(s) checked, {len(report.findings)} problem(s)"
-    click.echo(summary if report.findings else f"{summary}: all good", err=True)
+    if not report.findings:
+        summary += ": all good"
+    else:
+        summary += f": {_counted(errors, 'error')}, {_counted(warnings, 'warning')}"
+        if warnings and report.ok:
+            summary += " (warnings fail the run only with --strict)"
+    click.echo(summary, err=True)
 
 
 def progress(verb: str, text: str) -> None:
-    colour = {"create": "green", "update": "yellow", "publish": "blue"}.get(verb, "cyan")
+    colour = {"create": "green", "update": "yellow", "publish": "blue", "failed": "red"}.get(
+        verb, "cyan"
+    )
     click.echo(f"{click.style(f'{verb:>10}', fg=colour, bold=True)}  {text}", err=True)
 
 
 def show_push(result: PushResult, *, dry_run: bool, fmt: str) -> None:
+    """One JSON document on stdout, or a summary line after the progress lines on stderr."""
     if fmt == "json":
-        steps = [
-            {"key": s.key, "action": s.action, "id": s.workflow_id, "published": s.activated}
-            for s in result.steps
+        workflows = [
+            {
+                "key": o.key,
+                "action": o.action,
+                "id": o.workflow_id,
+                "status": o.status,
+                "published": o.published,
+                "error": o.error or None,
+                "hint": o.hint or None,
+            }
+            for o in result.outcomes
         ]
-        click.echo(json.dumps({"dry_run": dry_run, "workflows": steps}, indent=2))
+        click.echo(json.dumps({"dry_run": dry_run, "workflows": workflows}, indent=2))
         return
-    counts = Counter(s.action for s in result.steps)
-    published = sum(s.activated for s in result.steps)
-    parts = [f"{n} {a}" for a, n in sorted(counts.items())] + [f"{published} published"]
+    # A failed workflow counts as failed, a dependency that was only published as published.
+    counts = Counter(o.action for o in result.outcomes if o.status == "ok" and o.action != "none")
+    parts = [f"{n} {a}" for a, n in sorted(counts.items())]
+    parts.append(f"{sum(o.published for o in result.outcomes)} published")
+    for status in ("failed", "skipped"):
+        if count := sum(o.status == status for o in result.outcomes):
+            parts.append(f"{count} {status}")
     prefix = "dry run, nothing sent: " if dry_run else ""
-    click.echo(f"{prefix}{len(result.steps)} workflow(s): {', '.join(parts)}", err=True)
+    click.echo(f"{prefix}{len(result.outcomes)} workflow(s): {', '.join(parts)}", err=True)
 
 
 def show_lines(lines: Iterable[str]) -> None:

@@ -2,151 +2,100 @@
 
 Order matters: a workflow goes after every workflow its placeholders reference (so the
 primitives go first, the cleanup handler before the workflows whose errorWorkflow names it),
-and n8n 2.x only publishes a caller once its sub-workflows are published.
+and n8n 2.x publishes a caller only once the sub-workflows it calls are published.
+
+Push never starts a trigger nobody asked for: a new workflow stays unpublished unless
+`activate`, and a published one stays published (n8n 2.x republishes it on update). What a
+live workflow references is published with it, since n8n 2.x runs only published
+sub-workflows. One workflow that fails does not stop the others; those that reference it
+are skipped, and every failure is reported with n8n's own message.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from n8n_lockkit import graph, placeholders
 from n8n_lockkit.envconfig import EnvFile
-from n8n_lockkit.errors import LockkitError, PlaceholderError, RemoteError, WorkflowFileError
-from n8n_lockkit.n8n_client import N8nClient, N8nNotFound, N8nRejected
-from n8n_lockkit.workspace import Workspace, workflow_key
+from n8n_lockkit.errors import RemoteError, WorkflowFileError
+from n8n_lockkit.n8n_client import (
+    N8nClient,
+    N8nNotFound,
+    N8nRejected,
+    N8nServerError,
+    WebhookNotLive,
+)
+from n8n_lockkit.push_compare import RUNTIME_FIELDS, draft_pending, holds, is_live
+from n8n_lockkit.push_items import (
+    PushItem,
+    activatable,
+    load_items,
+    only_internal_triggers,
+    order_items,
+    preflight,
+    request_body,
+    webhooks,
+)
+from n8n_lockkit.workspace import Workspace
 
-# What the public API accepts on create and update; everything else in a file is dropped.
-SENT_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
-_WORKFLOW_REFERENCE = re.compile(r"\{\{@:?env:workflows\.([A-Za-z0-9_-]+)\.id\}\}")
 NEW_ID = "<new>"
+# How n8n 1.x refuses to activate a workflow n8n itself starts (it runs it unpublished).
+NO_TRIGGER_REFUSAL = "has no node to start the workflow"
+# n8n refusals that concern one workflow; anything else (auth, unreachable) stops the push.
+WorkflowRefusal = (N8nRejected, N8nNotFound, N8nServerError, WebhookNotLive)
 
 
 @dataclass(frozen=True)
-class PushItem:
+class Outcome:
+    """What push did to one workflow, and what it left undone (`error`, n8n's words)."""
+
     key: str
-    path: Path
-    text: str
-    workflow: dict[str, Any]
-
-    @property
-    def depends_on(self) -> tuple[str, ...]:
-        keys = dict.fromkeys(_WORKFLOW_REFERENCE.findall(self.text))
-        return tuple(k for k in keys if k != self.key)
-
-
-@dataclass(frozen=True)
-class Step:
-    key: str
-    action: str  # create | update | identical | recreate
+    # create | recreate | update | identical | skip, or none: not in this push, only
+    # published because a workflow it publishes references it
+    action: str
     workflow_id: str
-    activated: bool = False
+    status: str = "ok"  # ok | failed | skipped
+    published: bool = False  # this push published it
+    error: str = ""
+    hint: str = ""
 
 
 @dataclass
 class PushResult:
-    steps: list[Step] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def skipped(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "skipped"]
+
+
+class PushFailed(RemoteError):
+    """Some workflows failed (or were skipped because of one); the others were pushed."""
 
 
 Progress = Callable[[str, str], None]
 
 
-def load_items(workspace: Workspace, keys: Sequence[str]) -> list[PushItem]:
-    """The workflow files to push: the named keys, or every file in workflows/."""
-    paths = [workspace.workflow_path(k) for k in keys] if keys else workspace.workflow_files()
-    items = []
-    for path in paths:
-        display = workspace.relative(path)
-        if not path.is_file():
-            raise WorkflowFileError(
-                f"{display}: no such workflow file",
-                hint="list the keys in workflows/, or run create-lock first",
-            )
-        text = path.read_text(encoding="utf-8")
-        try:
-            workflow = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise WorkflowFileError(
-                f"{display}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})",
-                hint="run `n8nlock validate` and fix the file; nothing was sent",
-            ) from err
-        items.append(PushItem(workflow_key(path), path, text, workflow))
-    return items
+@dataclass
+class _Target:
+    """One workflow this push sends, or only publishes because a workflow it publishes needs it."""
 
+    item: PushItem
+    pushed: bool
+    workflow_id: str
+    remote: dict[str, Any] | None
+    # Why n8n's copy could not be read (the recorded id is gone, and not to be recreated):
+    # the error and the hint this workflow fails with.
+    unreadable: tuple[str, str] | None = None
 
-def order_items(items: Sequence[PushItem]) -> list[PushItem]:
-    """Dependencies first; ties keep file order. A cycle cannot be pushed."""
-    by_key = {item.key: item for item in items}
-    ordered: list[PushItem] = []
-    state: dict[str, str] = {}
-
-    def visit(item: PushItem, trail: tuple[str, ...]) -> None:
-        if state.get(item.key) == "done":
-            return
-        if state.get(item.key) == "visiting":
-            raise LockkitError(
-                f"workflows reference each other in a cycle: {' -> '.join((*trail, item.key))}",
-                hint="break the cycle; n8n needs each id before it is referenced",
-            )
-        state[item.key] = "visiting"
-        for dependency in item.depends_on:
-            if dependency in by_key:
-                visit(by_key[dependency], (*trail, item.key))
-        state[item.key] = "done"
-        ordered.append(item)
-
-    for item in items:
-        visit(item, ())
-    return ordered
-
-
-def preflight(workspace: Workspace, items: Iterable[PushItem], env: Mapping[str, Any]) -> None:
-    """Stop before anything is sent if a placeholder cannot resolve."""
-    pushed = {item.key for item in items}
-    for item in items:
-        for problem in placeholders.unresolved(item.text, env, require_ids=True):
-            match = re.fullmatch(r"workflows\.([A-Za-z0-9_-]+)\.id", problem.path)
-            if match and match.group(1) in pushed:
-                continue  # its id will exist by the time this workflow is sent
-            raise PlaceholderError(
-                f"{workspace.relative(item.path)}: {{{{@:env:{problem.path}}}}} {problem.reason}",
-                hint=_placeholder_hint(problem.path),
-            )
-
-
-def _placeholder_hint(path: str) -> str:
-    if path.startswith("credentials.redis"):
-        return "run `n8nlock redis-credential --env …` to create or link the Redis credential"
-    if path.startswith("workflows."):
-        return "push that workflow too (name its key), or fill its id in the env file"
-    return "add the key to the env file; nothing was sent"
-
-
-def request_body(item: PushItem, env: Mapping[str, Any], name: str) -> dict[str, Any]:
-    hydrated = json.loads(placeholders.resolve_text(item.text, env))
-    body = {k: hydrated[k] for k in SENT_FIELDS if k in hydrated}
-    body["name"] = name
-    body.setdefault("settings", {"executionOrder": "v1"})
-    return body
-
-
-def is_subset(expected: Any, actual: Any) -> bool:
-    """Whether n8n holds everything we would send (it may add defaults of its own)."""
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and is_subset(v, actual[k]) for k, v in expected.items()
-        )
-    if isinstance(expected, list):
-        return (
-            isinstance(actual, list)
-            and len(expected) == len(actual)
-            and all(is_subset(e, a) for e, a in zip(expected, actual, strict=True))
-        )
-    return bool(expected == actual)
+    @property
+    def key(self) -> str:
+        return self.item.key
 
 
 class Pusher:
@@ -163,66 +112,126 @@ class Pusher:
         recreate_missing: bool,
         progress: Progress,
         save_env: Callable[[], None],
+        fail_fast: bool = False,
     ) -> None:
         self.workspace, self.env, self.client = workspace, env, client
         self.activate, self.dry_run, self.recreate_missing = activate, dry_run, recreate_missing
+        self.fail_fast = fail_fast
         self.progress, self.save_env = progress, save_env
         self.ids: dict[str, str] = {}
+        self.named = False
+        self.targets: dict[str, _Target] = {}
+        self.outcomes: dict[str, Outcome] = {}
+        self.settled: set[str] = set()  # published, or run unpublished by this n8n
 
     def run(self, keys: Sequence[str]) -> PushResult:
         items = order_items(load_items(self.workspace, keys))
         preflight(self.workspace, items, self.env.data)
-        result = PushResult()
+        self.named = bool(keys)
+        self.targets = {item.key: self._fetch(item, pushed=True) for item in items}
         for item in items:
-            result.steps.append(self.push_one(item))
-        return result
+            self._record(self._next(self.targets[item.key]))
+        return PushResult(list(self.outcomes.values()))
 
-    def _env_data(self) -> dict[str, Any]:
-        """The env as placeholders see it, with the ids this push has minted so far."""
-        data = self.env.data
-        workflows = dict(data.get("workflows") or {})
-        for key, workflow_id in self.ids.items():
-            workflows[key] = {**workflows.get(key, {"name": key}), "id": workflow_id}
-        data["workflows"] = workflows
-        return data
+    def _record(self, outcome: Outcome) -> None:
+        self.outcomes[outcome.key] = outcome  # a dependency's entry keeps its place
+
+    def _broken(self) -> list[str]:
+        return [key for key, outcome in self.outcomes.items() if outcome.status != "ok"]
+
+    def _next(self, target: _Target) -> Outcome:
+        """Push (and publish) one workflow, or skip it because of an earlier failure."""
+        broken = self._broken()
+        upstream = [key for key in target.item.depends_on if key in broken]
+        if not upstream and not (self.fail_fast and broken):
+            return self._apply(target)
+        why = (
+            f"it references {', '.join(upstream)}, which failed"
+            if upstream
+            else f"--fail-fast stopped the push at {broken[0]}"
+        )
+        self.progress("skip", f"{target.key}: {why}")
+        return Outcome(target.key, "skip", target.workflow_id, "skipped", error=why)
+
+    def _fetch(self, item: PushItem, *, pushed: bool) -> _Target:
+        workflow_id, _ = self._registered(item.key)
+        if not workflow_id:
+            return _Target(item, pushed, "", None)
+        target = _Target(item, pushed, workflow_id, None)
+        try:
+            target.remote = self.client.get_workflow(workflow_id)
+        except N8nNotFound:
+            if not (pushed and self.recreate_missing):
+                target.unreadable = self._vanished(target)
+        except N8nRejected as err:
+            target.unreadable = (f"not sent: {_message(err)}", err.hint or "")
+        return target
+
+    def _target(self, key: str) -> _Target:
+        """A referenced workflow; one outside this push is judged by what n8n holds."""
+        if key not in self.targets:
+            path = self.workspace.workflow_path(key)
+            try:
+                item = load_items(self.workspace, [key])[0]
+            except WorkflowFileError:
+                item = PushItem(key, path, "", {})
+            target = self._fetch(item, pushed=False)
+            if target.remote is not None:
+                # Its triggers as n8n holds them; the file's text still names its references.
+                target.item = PushItem(key, path, item.text, target.remote)
+            self.targets[key] = target
+        return self.targets[key]
 
     def _registered(self, key: str) -> tuple[str, str]:
         entry = (self.env.data.get("workflows") or {}).get(key) or {}
         return str(entry.get("id") or ""), str(entry.get("name") or "")
 
-    def push_one(self, item: PushItem) -> Step:
-        workflow_id, name = self._registered(item.key)
-        body = request_body(
-            item, self._env_data(), name or str(item.workflow.get("name", item.key))
-        )
-        remote = self._remote(item.key, workflow_id)
-        if remote is None:
+    def _apply(self, target: _Target) -> Outcome:
+        if target.unreadable:
+            return self._fail(target, "update", *target.unreadable)
+        workflow_id, name = self._registered(target.key)
+        name = name or str(target.item.workflow.get("name", target.key))
+        body = request_body(target.item, self._env_data(), name)
+        if target.remote is None:
             action = "recreate" if workflow_id else "create"
-            workflow_id, remote = self._create(item.key, body)
-        elif is_subset(body, {k: remote.get(k) for k in body}):
-            action = "identical"
         else:
-            action = "update"
-            if not self.dry_run:
-                self.client.update_workflow(workflow_id, body)
-        self.progress(action, f"{item.key} ({workflow_id})")
-        activated = self._maybe_activate(item, workflow_id, remote, action != "identical")
-        return Step(item.key, action, workflow_id, activated)
-
-    def _remote(self, key: str, workflow_id: str) -> dict[str, Any] | None:
-        if not workflow_id:
-            return None
+            action = "identical" if holds(body, target.remote) else "update"
+        if action == "update" and is_live(target.remote):
+            # n8n 2.x republishes a live workflow on update, and refuses if what it calls
+            # is not published.
+            problem = self._publish_references(target)
+            if problem:
+                return self._fail(target, action, f"not updated: {problem}", "")
         try:
-            return self.client.get_workflow(workflow_id)
-        except N8nNotFound as err:
-            if self.recreate_missing:
-                return None
-            raise RemoteError(
-                f"workflow {key} has id {workflow_id} in envs/{self.env.name}.yml, but n8n has "
-                "no workflow with that id",
-                hint="run push again with --recreate-missing to create it anew and record "
-                "the new id",
-            ) from err
+            self._send(target, action, body)
+        except WorkflowRefusal as err:
+            error = self._refusal(target, action, body, err)
+            return self._fail(target, action, error, err.hint or "")
+        self.progress(action, f"{target.key} ({target.workflow_id})")
+        if not self._wants_publish(target, action):
+            return Outcome(target.key, action, target.workflow_id)
+        return self._publish_with_references(target, action)
+
+    def _send(self, target: _Target, action: str, body: dict[str, Any]) -> None:
+        if action in ("create", "recreate"):
+            target.workflow_id, target.remote = self._create(target.key, body)
+        elif action == "update" and not self.dry_run:
+            sent = {k: v for k, v in body.items() if k not in RUNTIME_FIELDS}
+            target.remote = self.client.update_workflow(target.workflow_id, sent)
+
+    def _refusal(self, target: _Target, action: str, body: dict[str, Any], err: RemoteError) -> str:
+        """What n8n refused, and what it kept anyway."""
+        if action == "update" and is_live(target.remote):
+            # n8n 2.x saves the update of a published workflow as a draft before it
+            # republishes; when the republish is refused, the previous version stays live.
+            try:
+                now = self.client.get_workflow(target.workflow_id)
+            except WorkflowRefusal:
+                now = {}
+            if holds(body, now):
+                target.remote = now
+                return f"saved as a draft, the previous version stays published: {_message(err)}"
+        return f"not {_PAST.get(action, action)}: {_message(err)}"
 
     def _create(self, key: str, body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         if self.dry_run:
@@ -235,60 +244,154 @@ class Pusher:
         self.save_env()  # record each id at once: a later failure must not orphan it
         return workflow_id, created
 
-    def _maybe_activate(
-        self, item: PushItem, workflow_id: str, remote: dict[str, Any] | None, changed: bool
-    ) -> bool:
-        # An active workflow stays active: n8n republishes it on update by itself.
-        if not self.activate or not activatable(item.workflow):
+    def _env_data(self) -> dict[str, Any]:
+        """The env as placeholders see it, with the ids this push has minted so far."""
+        data = self.env.data
+        workflows = dict(data.get("workflows") or {})
+        for key, workflow_id in self.ids.items():
+            workflows[key] = {**workflows.get(key, {"name": key}), "id": workflow_id}
+        data["workflows"] = workflows
+        return data
+
+    def _wants_publish(self, target: _Target, action: str) -> bool:
+        if is_live(target.remote):
+            # Live already: n8n republished an update itself, unless it refused to before.
+            return draft_pending(target.remote or {})
+        if not (self.activate and activatable(target.item.workflow)):
             return False
-        if remote is not None and remote.get("active"):
-            return False
-        if only_internal_triggers(item.workflow) and not changed:
-            # n8n 1.x runs these unpublished and refuses to activate them; trying on every
-            # push would send a write each time. 2.x got its publish when this was created.
-            return False
-        self.progress("publish", f"{item.key} ({workflow_id})")
+        # n8n 1.x refuses to activate a workflow started only by n8n itself (it runs it
+        # unpublished); asking again on every push would be a write each time. Such a
+        # workflow is published when it changes, when named, or when a caller needs it.
+        return not (
+            only_internal_triggers(target.item.workflow)
+            and action == "identical"
+            and not self.named
+        )
+
+    def _publish_with_references(self, target: _Target, action: str) -> Outcome:
+        problem = self._publish_references(target)
+        if problem:
+            return self._fail(target, action, f"{_not_published(action)}: {problem}", "")
+        try:
+            published = self._publish(target)
+        except WebhookNotLive as err:
+            failed = self._fail(target, action, f"published, but {err.message}", err.hint or "")
+            return replace(failed, published=True)
+        except WorkflowRefusal as err:
+            error = f"{_not_published(action)}: {_message(err)}"
+            return self._fail(target, action, error, self._publish_hint(err))
+        return Outcome(target.key, action, target.workflow_id, published=published)
+
+    def _publish_references(self, target: _Target) -> str:
+        """Publish what `target` calls or names as error workflow; returns what went wrong."""
+        for key in target.item.depends_on:
+            dependency = self._target(key)
+            if key in self.settled or is_live(dependency.remote):
+                continue
+            if dependency.unreadable:
+                self._record(self._fail(dependency, self._action_of(key), *dependency.unreadable))
+                return f"it references {key}, which failed"
+            if not only_internal_triggers(dependency.item.workflow):
+                continue  # it has a live trigger: published only on request (n8n will say)
+            self.settled.add(key)
+            problem = self._publish_references(dependency)
+            if not problem:
+                try:
+                    published = self._publish(dependency)
+                except WorkflowRefusal as err:
+                    problem = _message(err)
+            if problem:
+                action = self._action_of(key)
+                error = f"{_not_published(action)}: {problem}"
+                self._record(self._fail(dependency, action, error, ""))
+                return f"it references {key}, which n8n did not publish"
+            previous = self.outcomes.get(key, Outcome(key, "none", dependency.workflow_id))
+            self._record(replace(previous, published=published))
+        return ""
+
+    def _action_of(self, key: str) -> str:
+        return self.outcomes[key].action if key in self.outcomes else "none"
+
+    def _publish(self, target: _Target) -> bool:
+        self.progress("publish", f"{target.key} ({target.workflow_id})")
+        self.settled.add(target.key)
         if self.dry_run:
             return True
         try:
-            self.client.activate_workflow(workflow_id)
-        except N8nRejected:
-            # n8n 2.x runs only published sub-workflows and error workflows, so we publish
-            # them; 1.x runs them unpublished and refuses to activate a workflow whose only
-            # trigger is an Execute Workflow or Error Trigger.
-            if not only_internal_triggers(item.workflow):
+            self.client.activate_workflow(target.workflow_id)
+        except N8nRejected as err:
+            # n8n 1.x refuses to activate a workflow whose only trigger is an Error Trigger
+            # or a version 1 Execute Workflow Trigger, and runs it unpublished.
+            internal = only_internal_triggers(target.item.workflow)
+            if not (internal and NO_TRIGGER_REFUSAL in err.server_message):
                 raise
-            self.progress("skip", f"{item.key}: this n8n runs it without publishing")
+            self.progress("skip", f"{target.key}: this n8n runs it without publishing")
             return False
-        for path, method in webhooks(item.workflow):
-            self.client.wait_for_webhook(path, method)
+        for path, methods in webhooks(target.item.workflow):
+            self.client.wait_for_webhook(path, methods)
         return True
 
+    def _publish_hint(self, err: RemoteError) -> str:
+        message = _message(err)
+        if "not published" in message:
+            keys = " ".join(self._keys_named_in(message)) or "KEY"
+            return (
+                f"publish the workflow it references too: `n8nlock push --activate {keys}` "
+                "(push publishes a referenced workflow by itself only when it has no trigger "
+                "of its own)"
+            )
+        return err.hint or ""
 
-# Triggers a user starts by hand: n8n has nothing to activate for them.
-PASSIVE_TRIGGERS = frozenset({"n8n-nodes-base.manualTrigger", "n8n-nodes-base.start"})
-INTERNAL_TRIGGERS = frozenset(
-    {"n8n-nodes-base.errorTrigger", "n8n-nodes-base.executeWorkflowTrigger"}
-)
+    def _keys_named_in(self, message: str) -> list[str]:
+        workflows = self._env_data()["workflows"]
+        return [
+            key
+            for key, entry in workflows.items()
+            if isinstance(entry, dict) and entry.get("id") and f" {entry['id']} " in message
+        ]
+
+    def _vanished(self, target: _Target) -> tuple[str, str]:
+        error = (
+            f"not sent: envs/{self.env.name}.yml records id {target.workflow_id}, but n8n has "
+            "no workflow with that id"
+        )
+        return error, (
+            f"push it again with --recreate-missing (`n8nlock push --recreate-missing "
+            f"{target.key}`) to create it anew and record the new id"
+        )
+
+    def _fail(self, target: _Target, action: str, error: str, hint: str) -> Outcome:
+        self.progress("failed", f"{target.key} ({target.workflow_id or 'no id'}): {error}")
+        return Outcome(target.key, action, target.workflow_id, "failed", error=error, hint=hint)
 
 
-def webhooks(workflow: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(path, method) of every enabled Webhook node."""
-    return [
-        (str(node["parameters"]["path"]), str(node["parameters"].get("httpMethod", "GET")))
-        for node in workflow.get("nodes", [])
-        if node.get("type") == "n8n-nodes-base.webhook"
-        and not node.get("disabled")
-        and node.get("parameters", {}).get("path")
-    ]
+_PAST = {"create": "created", "recreate": "recreated", "update": "updated"}
 
 
-def only_internal_triggers(workflow: Mapping[str, Any]) -> bool:
-    """Started only by n8n itself: as a sub-workflow or as an error workflow."""
-    triggers = {str(node.get("type")) for node in graph.triggers(workflow)}
-    return bool(triggers) and triggers <= INTERNAL_TRIGGERS
+def _not_published(action: str) -> str:
+    return f"{_PAST[action]}, not published" if action in _PAST else "not published"
 
 
-def activatable(workflow: Mapping[str, Any]) -> bool:
-    """Whether n8n can activate (publish) the workflow: it has a trigger that is not passive."""
-    return any(node.get("type") not in PASSIVE_TRIGGERS for node in graph.triggers(workflow))
+def _message(err: RemoteError) -> str:
+    """n8n's own words on one line (its publish refusals span several)."""
+    text = err.server_message if isinstance(err, N8nRejected) else err.message
+    return " ".join(text.split())
+
+
+def raise_for_failures(result: PushResult) -> None:
+    """One Error/Hint pair for a push that left something undone; each line said what."""
+    failed, skipped = result.failed, result.skipped
+    if not failed and not skipped:
+        return
+    names = ", ".join(o.key for o in failed) or "none"
+    message = f"{len(failed)} of {len(result.outcomes)} workflow(s) failed: {names}"
+    if skipped:
+        message += f"; {len(skipped)} skipped: {', '.join(o.key for o in skipped)}"
+    if len(failed) == 1 and failed[0].hint:
+        hint = failed[0].hint
+    else:
+        hint = (
+            "each `failed` line above gives n8n's message; fix those and push again "
+            "(what was pushed is not sent again)"
+        )
+    raise PushFailed(message, hint=hint)

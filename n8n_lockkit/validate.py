@@ -1,37 +1,41 @@
-"""Validate workflow files: the structure schema first, then every rule. Never prints."""
+"""Validate workflow files: every selected rule, the structure schema among them. Never prints."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from n8n_lockkit.errors import WorkflowFileError
-from n8n_lockkit.findings import Finding, json_path
-from n8n_lockkit.rules import RULES, WorkflowContext
+from n8n_lockkit.findings import Finding, Severity, json_path
+from n8n_lockkit.lintconfig import LintSettings
+from n8n_lockkit.rules import RULE_IDS, RULES, Rule, WorkflowContext
 from n8n_lockkit.workspace import Workspace, workflow_key
+
+_RULE_BY_ID = {rule.id: rule for rule in RULES}
 
 
 @dataclass(frozen=True)
 class Report:
     files: tuple[str, ...]
     findings: tuple[Finding, ...]
+    strict: bool = False  # warnings fail the run too
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity is severity)
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        """No finding that fails the run: no error, and no warning when strict."""
+        failing = {Severity.ERROR, Severity.WARNING} if self.strict else {Severity.ERROR}
+        return not any(f.severity in failing for f in self.findings)
 
 
-@cache
-def _schema_validator() -> jsonschema.Draft202012Validator:
-    text = resources.files("n8n_lockkit").joinpath("schemas/workflow.schema.json").read_text()
-    return jsonschema.Draft202012Validator(json.loads(text))
+def _finding(display: str, where: str, rule_id: str, message: str, hint: str) -> Finding:
+    rule = _RULE_BY_ID[rule_id]
+    return Finding(display, where, rule.id, rule.severity, message, hint)
 
 
 def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list[Finding]]:
@@ -40,7 +44,7 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
     except json.JSONDecodeError as err:
         where = f"line {err.lineno}, column {err.colno}"
         return None, [
-            Finding(
+            _finding(
                 display,
                 where,
                 "json-syntax",
@@ -50,7 +54,7 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
         ]
     if not isinstance(workflow, dict):
         return None, [
-            Finding(
+            _finding(
                 display,
                 "$",
                 "workflow-schema",
@@ -62,38 +66,37 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
 
 
 def check_workflow(
-    workflow: dict[str, Any], *, display: str, key: str, env: Mapping[str, Any] | None = None
+    workflow: dict[str, Any],
+    *,
+    display: str,
+    key: str,
+    env: Mapping[str, Any] | None = None,
+    rules: Iterable[Rule] = RULES,
 ) -> list[Finding]:
-    """All findings for one parsed workflow."""
-    schema_errors = sorted(_schema_validator().iter_errors(workflow), key=lambda e: list(e.path))
-    if schema_errors:
-        return [
-            Finding(
-                display,
-                json_path(list(e.path)),
-                "workflow-schema",
-                e.message,
-                "n8n rejects workflows of this shape",
-            )
-            for e in schema_errors
-        ]
+    """All findings of `rules` for one parsed workflow, whatever its shape."""
     context = WorkflowContext(key=key, workflow=workflow, env=env)
     return [
-        Finding(display, json_path(problem.where), rule.id, problem.message, problem.hint)
-        for rule in RULES
-        for problem in rule.check(context)
+        Finding(display, json_path(p.where), rule.id, rule.severity, p.message, p.hint)
+        for rule in rules
+        for p in rule.check(context)
     ]
 
 
-def check_file(path: Path, display: str, env: Mapping[str, Any] | None = None) -> list[Finding]:
+def check_file(
+    path: Path,
+    display: str,
+    env: Mapping[str, Any] | None = None,
+    enabled: Collection[str] = RULE_IDS,
+) -> list[Finding]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise WorkflowFileError(f"{display}: cannot read ({err})") from err
     workflow, findings = parse_workflow(text, display)
     if workflow is None:
-        return findings
-    return check_workflow(workflow, display=display, key=workflow_key(path), env=env)
+        return [f for f in findings if f.rule in enabled]
+    rules = [rule for rule in RULES if rule.id in enabled]
+    return check_workflow(workflow, display=display, key=workflow_key(path), env=env, rules=rules)
 
 
 def _expand(workspace: Workspace, paths: Iterable[Path]) -> list[Path]:
@@ -112,12 +115,17 @@ def _expand(workspace: Workspace, paths: Iterable[Path]) -> list[Path]:
 
 
 def validate_files(
-    workspace: Workspace, paths: Iterable[Path] = (), env: Mapping[str, Any] | None = None
+    workspace: Workspace,
+    paths: Iterable[Path] = (),
+    env: Mapping[str, Any] | None = None,
+    settings: LintSettings | None = None,
 ) -> Report:
     """Findings for the given files and folders, or every workflow file of the workspace."""
+    settings = settings or LintSettings()
     given = list(paths)
     files = _expand(workspace, given) if given else workspace.workflow_files()
+    enabled = settings.enabled()
     findings: list[Finding] = []
     for path in files:
-        findings.extend(check_file(path, workspace.relative(path), env))
-    return Report(tuple(workspace.relative(p) for p in files), tuple(findings))
+        findings.extend(check_file(path, workspace.relative(path), env, enabled))
+    return Report(tuple(workspace.relative(p) for p in files), tuple(findings), settings.strict)

@@ -9,6 +9,7 @@ import click
 
 from n8n_lockkit import (
     envconfig,
+    lintconfig,
     output,
     validate,
 )
@@ -30,24 +31,57 @@ from n8n_lockkit.rules import RULES
     metavar="NAME",
     help="Also check that every {{@:env:…}} placeholder resolves in this env.",
 )
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="RULE[,RULE…]",
+    help="Apply only these rules (repeatable); replaces the workspace's select and ignore.",
+)
+@click.option(
+    "--ignore",
+    multiple=True,
+    metavar="RULE[,RULE…]",
+    help="Skip these rules (repeatable); adds to the workspace's ignore.",
+)
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="Exit 1 on warnings too (default: only on errors, or the workspace's strict).",
+)
 @format_option
 @pass_app
 def validate_command(
-    app: AppContext, paths: Sequence[Path], env_name: str | None, fmt: str
+    app: AppContext,
+    paths: Sequence[Path],
+    env_name: str | None,
+    select: Sequence[str],
+    ignore: Sequence[str],
+    strict: bool | None,
+    fmt: str,
 ) -> None:
-    """Check workflow files; exit 1 on any problem (for CI).
+    """Check workflow files; exit 1 on any error (for CI).
 
-    Checks every workflow file of the workspace, or the given files and folders.
+    Checks every workflow file of the workspace, or the given files and folders. Each finding
+    is an error (n8n would refuse the file) or a warning (n8n accepts it, but it risks
+    misbehaving); warnings fail the run only with --strict. The workspace may set select,
+    ignore and strict in n8nlock.toml or under [tool.n8nlock] in pyproject.toml.
     `n8nlock rules` lists the rules.
 
     \b
     Example:
         n8nlock validate
+        n8nlock validate --ignore code-sandbox --strict
         n8nlock validate workflows/orders.template.json --env prod -o json
     """
     workspace = app.workspace()
+    loaded = lintconfig.load_settings(workspace.root)
+    settings = lintconfig.with_command_line(
+        loaded.settings, select=select, ignore=ignore, strict=strict
+    )
     env = envconfig.load_env(workspace, env_name).data if env_name else None
-    report = validate.validate_files(workspace, [p.absolute() for p in paths], env)
+    report = validate.validate_files(workspace, [p.absolute() for p in paths], env, settings)
+    for note in loaded.notes:
+        output.warn(note)
     output.show_report(report, fmt)
     if not report.ok:
         raise SystemExit(int(ExitCode.FINDINGS))
@@ -55,10 +89,10 @@ def validate_command(
 
 @main.command("rules")
 def rules_command() -> None:
-    """List the rules `n8nlock validate` applies.
+    """List the rules `n8nlock validate` applies, with their severity.
 
     \b
     Example:
         n8nlock rules
     """
-    output.show_lines(f"{rule.id:<30} {rule.summary}" for rule in RULES)
+    output.show_lines(f"{rule.id:<30} {rule.severity.value:<8} {rule.summary}" for rule in RULES)

@@ -45,14 +45,20 @@ def _saver(workspace: Workspace, env: envconfig.EnvFile) -> Callable[[], None]:
 )
 @click.option(
     "--activate/--no-activate",
-    default=True,
-    show_default=True,
-    help="Publish workflows that have a trigger (sub-workflows before their callers).",
+    default=False,
+    help="--activate publishes each workflow that has a trigger, and what it references. "
+    "Without it (or with --no-activate, the default) nothing new goes live: new workflows "
+    "stay unpublished, published ones stay published.",
 )
 @click.option(
     "--recreate-missing",
     is_flag=True,
     help="Create anew a workflow whose recorded id no longer exists on n8n.",
+)
+@click.option(
+    "--fail-fast",
+    is_flag=True,
+    help="Stop at the first workflow n8n refuses (default: push the others).",
 )
 @dry_run_option
 @format_option
@@ -63,6 +69,7 @@ def push_command(
     env_name: str | None,
     activate: bool,
     recreate_missing: bool,
+    fail_fast: bool,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -72,11 +79,19 @@ def push_command(
     goes after the workflows it references. Pushing twice sends no write the second time.
     The API key is read from the variable the env's n8n.apiKeyEnv names.
 
+    Nothing starts that was not live: a new workflow is created unpublished unless
+    --activate, and a published one stays published (n8n republishes it on update).
+    Whenever a workflow goes live, the sub-workflows and error workflow it references are
+    published first. A workflow n8n refuses does not stop the others (unless --fail-fast);
+    those that reference it are skipped. Each failure is shown with n8n's message, and the
+    push then exits 4.
+
     \b
     Example:
         export N8N_API_KEY=...
         n8nlock push --env dev --dry-run
-        n8nlock push --env dev lock_acquisition lock_release
+        n8nlock push --env dev
+        n8nlock push --env dev --activate orders
     """
     workspace = app.workspace()
     env = _one_env(workspace, env_name)
@@ -88,6 +103,7 @@ def push_command(
         activate=activate,
         dry_run=dry_run,
         recreate_missing=recreate_missing,
+        fail_fast=fail_fast,
         progress=output.progress,
         save_env=_saver(workspace, env),
     )
@@ -96,6 +112,7 @@ def push_command(
     finally:
         client.close()
     output.show_push(result, dry_run=dry_run, fmt=fmt)
+    push.raise_for_failures(result)
 
 
 @main.command("redis-credential")

@@ -1,33 +1,52 @@
-"""The rule registry: every rule n8nlock validate applies, with its id."""
+"""The rule registry: every rule n8nlock validate applies, with its id and severity.
+
+An error means n8n refuses the file (the API answers 400, or refuses to publish it) or a
+primitive's contract is broken; a warning means n8n accepts the file but it risks misbehaving,
+or uses something deprecated. Each severity below was checked against n8n 2.41.1's API and
+runtime (the facts are in each rule's module).
+"""
 
 from __future__ import annotations
 
-from n8n_lockkit.rules import code, env, hygiene, markers, structure
+from n8n_lockkit.findings import Severity
+from n8n_lockkit.rules import code, env, hygiene, markers, schema, structure
 from n8n_lockkit.rules.base import Problem, Rule, WorkflowContext
 
+ERROR = Severity.ERROR
+WARNING = Severity.WARNING
+
 RULES: tuple[Rule, ...] = tuple(
-    Rule(rule_id, (check.__doc__ or "").strip().splitlines()[0], check)
-    for rule_id, check in (
-        ("unique-node-names", structure.unique_node_names),
-        ("unique-node-ids", structure.unique_node_ids),
-        ("connection-source-exists", structure.connection_sources_exist),
-        ("connection-target-exists", structure.connection_targets_exist),
-        ("node-reference-exists", structure.node_references_exist),
-        ("api-top-level-keys", structure.api_top_level_keys),
-        ("api-settings-keys", structure.api_settings_keys),
-        ("api-node-keys", structure.api_node_keys),
-        ("primitive-marker-required", markers.marker_required),
-        ("primitive-marker-forbidden", markers.marker_forbidden),
-        ("code-sandbox", code.code_sandbox),
-        ("code-no-function-node", code.deprecated_function_nodes),
-        ("lock-redis-once", hygiene.redis_runs_once),
-        ("lock-no-retry", hygiene.no_retry),
-        ("lock-minimum-values", hygiene.minimum_values),
-        ("wait-explicit-interval", hygiene.wait_states_interval),
-        ("sub-trigger-explicit-inputs", hygiene.sub_trigger_states_inputs),
-        ("error-workflow-literal", hygiene.error_workflow_is_literal),
-        ("env-placeholder-resolves", env.placeholders_resolve),
+    Rule(rule_id, severity, (check.__doc__ or "").strip().splitlines()[0], check)
+    for rule_id, severity, check in (
+        ("json-syntax", ERROR, schema.json_syntax),
+        ("workflow-schema", ERROR, schema.workflow_schema),
+        ("unique-node-names", ERROR, structure.unique_node_names),
+        ("unique-node-ids", ERROR, structure.unique_node_ids),
+        ("connection-source-exists", ERROR, structure.connection_sources_exist),
+        ("connection-target-exists", ERROR, structure.connection_targets_exist),
+        # n8n saves it; the expression fails when it runs.
+        ("node-reference-exists", WARNING, structure.node_references_exist),
+        # The API refuses it, but push sends only the keys the API takes: the key is lost.
+        ("api-top-level-keys", WARNING, structure.api_top_level_keys),
+        ("api-settings-keys", ERROR, structure.api_settings_keys),
+        ("api-settings-values", ERROR, structure.api_settings_values),
+        ("api-node-keys", ERROR, structure.api_node_keys),
+        ("primitive-marker-required", ERROR, markers.marker_required),
+        ("primitive-marker-forbidden", ERROR, markers.marker_forbidden),
+        ("code-sandbox", WARNING, code.code_sandbox),
+        ("code-no-function-node", WARNING, code.deprecated_function_nodes),
+        ("lock-redis-once", ERROR, hygiene.redis_runs_once),
+        ("lock-no-retry", ERROR, hygiene.no_retry),
+        ("lock-minimum-values", ERROR, hygiene.minimum_values),
+        ("wait-explicit-interval", WARNING, hygiene.wait_states_interval),
+        # n8n saves it but refuses to publish it.
+        ("sub-trigger-explicit-inputs", ERROR, hygiene.sub_trigger_states_inputs),
+        # n8n saves it, and reads it as a workflow id: it never evaluates it.
+        ("error-workflow-literal", WARNING, hygiene.error_workflow_is_literal),
+        # push refuses to send a workflow whose placeholders do not resolve.
+        ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
     )
 )
+RULE_IDS = frozenset(rule.id for rule in RULES)
 
-__all__ = ["RULES", "Problem", "Rule", "WorkflowContext"]
+__all__ = ["RULES", "RULE_IDS", "Problem", "Rule", "WorkflowContext"]

@@ -1,7 +1,10 @@
 """Validation rules for workflow files. Each rule is one small function with an id.
 
-A rule receives a `WorkflowContext` whose workflow already passed the structure schema, and
-yields `Problem`s; `validate.py` turns them into located findings.
+A rule receives a `WorkflowContext` and yields `Problem`s; `validate.py` turns them into
+located findings with the rule's severity. The structure schema is one rule among the others,
+so a rule may see any JSON: every rule reads the workflow through the tolerant accessors below
+(`ctx.nodes()`, `ctx.targets()`, `name_of`, `parameters_of`, `as_dict`, `as_list`) and skips
+what is not shaped as n8n stores it, leaving the report of the shape to `workflow-schema`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from n8n_lockkit.findings import Severity
 from n8n_lockkit.primitives import PRIMITIVES
 
 MARKER = "// @n8n-evol-I:primitive"
@@ -42,27 +46,29 @@ STRIPPED_TOP_LEVEL = frozenset(
         "description",
     }
 )
-SETTINGS_KEYS = frozenset(
-    {
-        "saveExecutionProgress",
-        "saveManualExecutions",
-        "saveDataErrorExecution",
-        "saveDataSuccessExecution",
-        "executionTimeout",
-        "errorWorkflow",
-        "timezone",
-        "executionOrder",
-        "binaryMode",
-        "callerPolicy",
-        "callerIds",
-        "timeSavedMode",
-        "timeSavedPerExecution",
-        "redactionPolicy",
-        "availableInMCP",
-        "customTelemetryTags",
-        "credentialResolverId",
-    }
-)
+# The public API's workflowSettings schema (n8n 2.41.1, dist/public-api/v1/openapi.yml): each
+# key's JSON type, or its allowed values. The API answers 400 for anything else, null included
+# ("request/body/settings/errorWorkflow Expected string, received null").
+SETTINGS_TYPES: dict[str, str | frozenset[str]] = {
+    "saveExecutionProgress": "boolean",
+    "saveManualExecutions": "boolean",
+    "saveDataErrorExecution": frozenset({"all", "none"}),
+    "saveDataSuccessExecution": frozenset({"all", "none"}),
+    "executionTimeout": "number",
+    "errorWorkflow": "string",
+    "timezone": "string",
+    "executionOrder": "string",
+    "binaryMode": frozenset({"separate", "combined"}),
+    "callerPolicy": frozenset({"any", "none", "workflowsFromAList", "workflowsFromSameOwner"}),
+    "callerIds": "string",
+    "timeSavedMode": frozenset({"fixed", "dynamic"}),
+    "timeSavedPerExecution": "number",
+    "redactionPolicy": frozenset({"none", "non-manual", "manual-only", "all"}),
+    "availableInMCP": "boolean",
+    "customTelemetryTags": "array",
+    "credentialResolverId": "string",
+}
+SETTINGS_KEYS = frozenset(SETTINGS_TYPES)
 NODE_KEYS = frozenset(
     {
         "id",
@@ -90,14 +96,37 @@ NODE_KEYS = frozenset(
 )
 
 CODE = "n8n-nodes-base.code"
+IF = "n8n-nodes-base.if"
 REDIS = "n8n-nodes-base.redis"
 WAIT = "n8n-nodes-base.wait"
 EXECUTE_WORKFLOW = "n8n-nodes-base.executeWorkflow"
 SUB_TRIGGER = "n8n-nodes-base.executeWorkflowTrigger"
 ERROR_TRIGGER = "n8n-nodes-base.errorTrigger"
+STICKY_NOTE = "n8n-nodes-base.stickyNote"
 DEPRECATED_CODE = frozenset({"n8n-nodes-base.function", "n8n-nodes-base.functionItem"})
 
 Path = tuple[str | int, ...]
+Node = dict[str, Any]
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one: rules read malformed shapes too."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def name_of(node: Node) -> str:
+    """The node's name, or "" when it has none (workflow-schema reports that)."""
+    name = node.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def parameters_of(node: Node) -> dict[str, Any]:
+    return as_dict(node.get("parameters"))
 
 
 @dataclass(frozen=True)
@@ -112,31 +141,48 @@ class WorkflowContext:
     key: str
     workflow: dict[str, Any]
     env: Mapping[str, Any] | None = None
-    text: str = ""
 
     @property
     def is_primitive(self) -> bool:
         return self.key in PRIMITIVES
 
-    @property
-    def nodes(self) -> list[dict[str, Any]]:
-        nodes: list[dict[str, Any]] = self.workflow.get("nodes", [])
-        return nodes
-
-    def nodes_of(self, *types: str) -> Iterator[tuple[int, dict[str, Any]]]:
-        return ((i, n) for i, n in enumerate(self.nodes) if n.get("type") in types)
+    def nodes(self, *types: str) -> Iterator[tuple[int, Node]]:
+        """(index, node) for every node that is a JSON object; only `types` when given."""
+        for index, node in enumerate(as_list(self.workflow.get("nodes"))):
+            if isinstance(node, dict) and (not types or node.get("type") in types):
+                yield index, node
 
     @property
     def node_names(self) -> set[str]:
-        return {n["name"] for n in self.nodes}
+        return {name_of(node) for _, node in self.nodes()} - {""}
+
+    @property
+    def connections(self) -> dict[str, Any]:
+        return as_dict(self.workflow.get("connections"))
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return as_dict(self.workflow.get("settings"))
+
+    def targets(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+        """(path, target) of every connection target that is a JSON object.
+
+        A `null` output (older exports write `"main": [null, [...]]`) is an empty output.
+        """
+        for source, by_kind in self.connections.items():
+            for kind, outputs in as_dict(by_kind).items():
+                for output, targets in enumerate(as_list(outputs)):
+                    for position, target in enumerate(as_list(targets)):
+                        if isinstance(target, dict):
+                            yield ("connections", source, kind, output, position), target
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
+    severity: Severity
     summary: str
     check: Callable[[WorkflowContext], Iterator[Problem]] = field(repr=False)
-    needs_env: bool = False
 
 
 def strings_in(value: Any, where: Path = ()) -> Iterator[tuple[Path, str]]:
@@ -151,13 +197,16 @@ def strings_in(value: Any, where: Path = ()) -> Iterator[tuple[Path, str]]:
             yield from strings_in(item, (*where, index))
 
 
-def code_of(node: dict[str, Any]) -> tuple[str, str]:
+def code_of(node: Node) -> tuple[str, str]:
     """(parameter name, source) of a Code node."""
-    parameters = node.get("parameters", {})
-    language = parameters.get("language", "javaScript")
-    name = "pythonCode" if language in ("python", "pythonNative") else "jsCode"
+    parameters = parameters_of(node)
+    name = "pythonCode" if is_python(node) else "jsCode"
     source = parameters.get(name, "")
     return name, source if isinstance(source, str) else ""
+
+
+def is_python(node: Node) -> bool:
+    return parameters_of(node).get("language") in ("python", "pythonNative")
 
 
 def literal_number(value: Any) -> float | None:
@@ -166,10 +215,10 @@ def literal_number(value: Any) -> float | None:
     return float(value)
 
 
-def calls_primitive(node: dict[str, Any], key: str) -> bool:
+def calls_primitive(node: Node, key: str) -> bool:
     """Whether an Execute Workflow node calls primitive `key` through its env placeholder."""
     if node.get("type") != EXECUTE_WORKFLOW:
         return False
-    workflow_id = node.get("parameters", {}).get("workflowId")
+    workflow_id = parameters_of(node).get("workflowId")
     value = workflow_id.get("value") if isinstance(workflow_id, dict) else workflow_id
     return isinstance(value, str) and f"workflows.{key}.id" in value

@@ -1,4 +1,12 @@
-"""The discipline user Code nodes follow: only what n8n's Code sandbox really offers."""
+"""The discipline user Code nodes follow: only what n8n's Code sandbox offers by default.
+
+Checked on n8n 2.41.1 with its default settings, through a webhook workflow running a Code
+node: `this.helpers` is an object (23 helpers); `$env` fails the execution, because
+`N8N_BLOCK_ENV_ACCESS_IN_NODE` blocks it unless set to "false" (n8n-workflow's
+workflow-data-proxy-env-provider); `process` is undefined in the task runner; `require('crypto')`
+fails, because only the modules in NODE_FUNCTION_ALLOW_BUILTIN / NODE_FUNCTION_ALLOW_EXTERNAL
+load. An instance may allow each of these, so they are warnings, not errors.
+"""
 
 from __future__ import annotations
 
@@ -12,30 +20,34 @@ from n8n_lockkit.rules.base import (
     Problem,
     WorkflowContext,
     code_of,
+    is_python,
+    name_of,
 )
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 _LINE_COMMENT = re.compile(r"(?<![:\\])//.*$", re.MULTILINE)
+# Not a property of something else (`item.process`, `$json.require(…)`).
+_FREE = r"(?<![\w$.])"
 
 SANDBOX_TRAPS: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (
-        re.compile(r"\brequire\s*\("),
-        "require() is blocked in n8n's Code sandbox",
-        "n8n Cloud never allows it; self-hosted needs NODE_FUNCTION_ALLOW_BUILTIN/EXTERNAL",
+        re.compile(rf"{_FREE}require\s*\("),
+        "require() loads only the modules the instance allows in NODE_FUNCTION_ALLOW_BUILTIN / "
+        "NODE_FUNCTION_ALLOW_EXTERNAL (none by default, never on n8n Cloud)",
+        "use a built-in node (HTTP Request, Crypto, …), or have the instance allow the module "
+        "with NODE_FUNCTION_ALLOW_BUILTIN=<module> or NODE_FUNCTION_ALLOW_EXTERNAL=<package>",
     ),
     (
-        re.compile(r"\bthis\.helpers\b"),
-        "this.helpers is not available in a Code node",
-        "use a built-in node (HTTP Request, Redis, …) for I/O",
+        re.compile(rf"{_FREE}\$env\b"),
+        "$env fails the execution unless the instance sets N8N_BLOCK_ENV_ACCESS_IN_NODE=false "
+        "(blocked by default since n8n 2.0)",
+        "pass the value in from the env file or a credential, or have the instance set "
+        "N8N_BLOCK_ENV_ACCESS_IN_NODE=false",
     ),
     (
-        re.compile(r"\$env\b"),
-        "$env is blocked in Code nodes by default (n8n 2.x)",
-        "pass the value in from the env file or a credential instead",
-    ),
-    (
-        re.compile(r"\bprocess\.env\b"),
-        "process.env is not available in n8n's Code sandbox",
+        re.compile(rf"{_FREE}process\s*\??\."),
+        "process is undefined in n8n 2.x's Code node (it runs in a task runner), and "
+        "N8N_BLOCK_ENV_ACCESS_IN_NODE blocks process.env by default",
         "pass the value in from the env file or a credential instead",
     ),
 )
@@ -46,10 +58,12 @@ def _without_comments(source: str) -> str:
 
 
 def code_sandbox(ctx: WorkflowContext) -> Iterator[Problem]:
-    """User Code nodes use nothing the sandbox blocks (primitives are exempt by the marker)."""
+    """User Code nodes use no `require`, `$env` or `process`, which n8n blocks by default."""
     if ctx.is_primitive:
         return
-    for index, node in ctx.nodes_of(CODE):
+    for index, node in ctx.nodes(CODE):
+        if is_python(node):
+            continue  # the traps are JavaScript's
         name, source = code_of(node)
         if source.lstrip().startswith(MARKER):
             continue  # reported by primitive-marker-forbidden
@@ -58,16 +72,16 @@ def code_sandbox(ctx: WorkflowContext) -> Iterator[Problem]:
             if pattern.search(code):
                 yield Problem(
                     ("nodes", index, "parameters", name),
-                    f"Code node {node['name']!r}: {message}",
+                    f"Code node {name_of(node)!r}: {message}",
                     hint,
                 )
 
 
 def deprecated_function_nodes(ctx: WorkflowContext) -> Iterator[Problem]:
-    """No Function/FunctionItem nodes: n8n 2.42 blocks saving them and 3.0 removes them."""
-    for index, node in ctx.nodes_of(*DEPRECATED_CODE):
+    """No Function/FunctionItem nodes: deprecated; n8n 2.41.1 still saves and runs them."""
+    for index, node in ctx.nodes(*DEPRECATED_CODE):
         yield Problem(
             ("nodes", index, "type"),
-            f"node {node['name']!r} is a deprecated {node['type']} node",
-            "replace it with a Code node (n8n-nodes-base.code)",
+            f"node {name_of(node)!r} is a deprecated {node['type']} node",
+            "replace it with a Code node (n8n-nodes-base.code); later n8n versions remove it",
         )

@@ -1,4 +1,8 @@
-"""Lock hygiene: lock nodes run once, never retry, and TTLs, waits and inputs are explicit."""
+"""Lock hygiene (lock nodes run once, never retry, TTLs ≥ 1) and nodes n8n judges by version.
+
+n8n exports leave out every parameter equal to its default, and the default can depend on
+the node's typeVersion, so the rules below read a missing parameter as that default.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,22 @@ from collections.abc import Iterator
 from typing import Any
 
 from n8n_lockkit.rules.base import (
+    CODE,
     ERROR_TRIGGER,
+    IF,
     REDIS,
     SUB_TRIGGER,
     WAIT,
+    Node,
+    Path,
     Problem,
     WorkflowContext,
+    as_dict,
+    as_list,
     calls_primitive,
     literal_number,
+    name_of,
+    parameters_of,
 )
 
 # Inputs of the primitives that must be at least 1 when given as literal numbers.
@@ -24,46 +36,67 @@ _MINIMUM_ONE_INPUTS = {
 _LOCK_CALLS = ("lock_acquisition", "lock_release", "rate_limit_check")
 
 
+def _fed_by_code(ctx: WorkflowContext, name: str) -> bool:
+    """Whether every node feeding `name` is a Code node, directly or through If nodes: the
+    primitive's own code then decides how many items the node sees, not the caller."""
+    types = {name_of(node): node.get("type") for _, node in ctx.nodes()}
+    seen: set[str] = set()
+    pending, sources = [name], []
+    while pending:
+        target = pending.pop()
+        feeding = [str(path[1]) for path, t in ctx.targets() if t.get("node") == target]
+        for source in feeding:
+            if source in seen:
+                continue
+            seen.add(source)
+            if types.get(source) == IF:
+                pending.append(source)
+            else:
+                sources.append(source)
+    return bool(sources) and all(types.get(source) == CODE for source in sources)
+
+
 def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
     """A primitive's Redis nodes run once per execution, not once per input item.
 
-    The cleanup handler (an Error Trigger workflow) is the exception: its Redis nodes fan out
-    over the registered scopes on purpose, and they only GET and DEL.
+    Exceptions: the cleanup handler (an Error Trigger workflow), whose Redis nodes fan out
+    over the failed execution's scopes on purpose; and a node fed only by the primitive's own
+    Code nodes (through If nodes), which write several keys over one connection on purpose.
     """
-    if not ctx.is_primitive or any(True for _ in ctx.nodes_of(ERROR_TRIGGER)):
+    if not ctx.is_primitive or any(True for _ in ctx.nodes(ERROR_TRIGGER)):
         return
-    for index, node in ctx.nodes_of(REDIS):
-        if node.get("executeOnce") is not True:
+    for index, node in ctx.nodes(REDIS):
+        if node.get("executeOnce") is not True and not _fed_by_code(ctx, name_of(node)):
             yield Problem(
                 ("nodes", index),
-                f"Redis node {node['name']!r} would run once per "
+                f"Redis node {name_of(node)!r} would run once per "
                 "input item (3 items = 3 INCRs, and the holder deadlocks itself)",
-                'set "executeOnce": true',
+                'set "executeOnce": true, or feed it from a Code node that emits the items',
             )
 
 
 def no_retry(ctx: WorkflowContext) -> Iterator[Problem]:
     """Lock Redis nodes and calls of the primitives never retry on fail."""
-    for index, node in enumerate(ctx.nodes):
+    for index, node in ctx.nodes():
         is_lock_node = (ctx.is_primitive and node.get("type") == REDIS) or any(
             calls_primitive(node, key) for key in _LOCK_CALLS
         )
         if is_lock_node and node.get("retryOnFail") is True:
             yield Problem(
                 ("nodes", index, "retryOnFail"),
-                f"node {node['name']!r} retries on "
+                f"node {name_of(node)!r} retries on "
                 "fail: a retried INCR counts twice and can lock out its own holder",
                 'set "retryOnFail": false',
             )
 
 
-def _redis_ttl_problems(index: int, node: dict[str, Any]) -> Iterator[Problem]:
-    parameters = node.get("parameters", {})
+def _redis_ttl_problems(index: int, node: Node) -> Iterator[Problem]:
+    parameters = parameters_of(node)
     ttl = literal_number(parameters.get("ttl"))
     if parameters.get("expire") is True and ttl is not None and ttl < 1:
         yield Problem(
             ("nodes", index, "parameters", "ttl"),
-            f"Redis node {node['name']!r} "
+            f"Redis node {name_of(node)!r} "
             f"expires after {ttl:g} s: EXPIRE 0 deletes the key at once",
             "use a TTL of at least 1 second",
         )
@@ -71,13 +104,13 @@ def _redis_ttl_problems(index: int, node: dict[str, Any]) -> Iterator[Problem]:
 
 def minimum_values(ctx: WorkflowContext) -> Iterator[Problem]:
     """TTLs, max waits, limits and windows are at least 1."""
-    for index, node in enumerate(ctx.nodes):
+    for index, node in ctx.nodes():
         if node.get("type") == REDIS:
             yield from _redis_ttl_problems(index, node)
         for key, inputs in _MINIMUM_ONE_INPUTS.items():
             if not calls_primitive(node, key):
                 continue
-            values = node.get("parameters", {}).get("workflowInputs", {}).get("value", {})
+            values = as_dict(as_dict(parameters_of(node).get("workflowInputs")).get("value"))
             for name in inputs:
                 number = literal_number(values.get(name))
                 if number is not None and number < 1:
@@ -88,50 +121,112 @@ def minimum_values(ctx: WorkflowContext) -> Iterator[Problem]:
                     )
 
 
-def wait_states_interval(ctx: WorkflowContext) -> Iterator[Problem]:
-    """Every time-interval Wait node states its amount and unit (defaults differ by version)."""
-    for index, node in ctx.nodes_of(WAIT):
-        parameters = node.get("parameters", {})
-        if parameters.get("resume", "timeInterval") != "timeInterval":
-            continue
-        missing = [p for p in ("amount", "unit") if p not in parameters]
-        if missing:
+# Wait (n8n-nodes-base.wait, versions 1 and 1.1) in the node descriptions of n8n 2.41.1 and
+# 1.123.81 (n8n-nodes-base/dist/types/nodes.json): resume defaults to "timeInterval"; v1
+# defaults to amount 1, unit "hours", every other version to amount 5, unit "seconds". Run on
+# 2.41.1: v1 with neither waits 3600 s, v1.1 waits 5 s, and a node without typeVersion waits
+# 5 s too (so does 1.123.81). An unknown unit or a negative amount fails the execution
+# ("Invalid wait unit", "Invalid wait amount": Wait/validation.js).
+_DEFAULT_WAIT_WITHOUT_VERSION = "5 seconds"
+_WAIT_UNITS = frozenset({"seconds", "minutes", "hours", "days"})
+
+
+def _is_expression(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("=")
+
+
+def _is_wait_unit(value: Any) -> bool:
+    return isinstance(value, str) and value in _WAIT_UNITS
+
+
+def _is_wait_amount(value: Any) -> bool:
+    """A number of 0 or more, also as text: n8n converts the parameter to a number."""
+    number = literal_number(value)
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return False
+    return number is not None and number >= 0
+
+
+_WAIT_PARAMETERS = (
+    ("unit", _is_wait_unit, "use seconds, minutes, hours or days"),
+    ("amount", _is_wait_amount, "use a number of 0 or more"),
+)
+
+
+def _wait_problems(index: int, node: Node) -> Iterator[Problem]:
+    parameters = parameters_of(node)
+    for key, is_valid, hint in _WAIT_PARAMETERS:
+        value = parameters.get(key)
+        if key in parameters and not _is_expression(value) and not is_valid(value):
             yield Problem(
-                ("nodes", index, "parameters"),
-                f"Wait node {node['name']!r} does not state {' and '.join(missing)}",
-                "Wait v1 defaults to 1 hour, v1.1 to 5 seconds: say which you mean",
+                ("nodes", index, "parameters", key),
+                f"Wait node {name_of(node)!r} has {key} {value!r}; n8n fails the execution there",
+                hint,
             )
+    if "typeVersion" not in node and not {"amount", "unit"} <= parameters.keys():
+        yield Problem(
+            ("nodes", index),
+            f"Wait node {name_of(node)!r} has no typeVersion, so its interval depends on the "
+            f"n8n version (2.41.1 waits {_DEFAULT_WAIT_WITHOUT_VERSION}; v1 meant 1 hour)",
+            'add "typeVersion" (1.1 for n8n\'s current defaults), or state amount and unit',
+        )
+
+
+def wait_states_interval(ctx: WorkflowContext) -> Iterator[Problem]:
+    """Time-interval Wait nodes wait a valid, known time (by their typeVersion's defaults)."""
+    for index, node in ctx.nodes(WAIT):
+        if parameters_of(node).get("resume", "timeInterval") == "timeInterval":
+            yield from _wait_problems(index, node)
+
+
+# Execute Workflow Trigger (versions 1, 1.1, 1.2) in n8n 2.41.1: version 1 has no inputSource
+# and passes all data through; from 1.1 inputSource defaults to "workflowInputs", whose fields
+# (workflowInputs.values, each with a required name; type defaults to "string") are required.
+# Run on 2.41.1: a v1 trigger, or one without typeVersion, passes all data through; a 1.1 or
+# 1.2 trigger in workflowInputs mode with no field, or a field without a name, is refused on
+# publish ("Missing or invalid required parameters: workflowInputs" / ": name"), so no
+# published workflow can call it; on 1.123.81 (same description) every call of it fails.
+_FIRST_WITH_INPUT_SOURCE = 1.1
 
 
 def sub_trigger_states_inputs(ctx: WorkflowContext) -> Iterator[Problem]:
-    """Every sub-workflow trigger states its input mode, and typed inputs when it declares them."""
-    for index, node in ctx.nodes_of(SUB_TRIGGER):
-        parameters = node.get("parameters", {})
-        if "inputSource" not in parameters:
+    """Sub-workflow triggers (v1.1+) in field mode declare named inputs, as n8n requires."""
+    for index, node in ctx.nodes(SUB_TRIGGER):
+        version = literal_number(node.get("typeVersion"))
+        parameters = parameters_of(node)
+        if version is None or version < _FIRST_WITH_INPUT_SOURCE:
+            continue
+        if parameters.get("inputSource", "workflowInputs") != "workflowInputs":
+            continue
+        where: Path = ("nodes", index, "parameters", "workflowInputs")
+        values = as_list(as_dict(parameters.get("workflowInputs")).get("values"))
+        if not values:
             yield Problem(
-                ("nodes", index, "parameters"),
-                f"trigger {node['name']!r} does not state inputSource",
-                'set "inputSource" to workflowInputs or passthrough',
+                where,
+                f"trigger {name_of(node)!r} (v{version:g}) declares no input fields; "
+                "n8n refuses to publish it, so no workflow can call it",
+                'declare its inputs, or set "inputSource": "passthrough" to accept all data',
             )
-            continue
-        if parameters["inputSource"] != "workflowInputs":
-            continue
-        values = parameters.get("workflowInputs", {}).get("values", [])
         for position, value in enumerate(values):
-            if "type" not in value:
+            name = as_dict(value).get("name")
+            if not isinstance(name, str) or not name:
                 yield Problem(
-                    ("nodes", index, "parameters", "workflowInputs", "values", position),
-                    f"input {value.get('name')!r} of {node['name']!r} has no type",
-                    "give it a type: string, number, boolean, array, object or any",
+                    (*where, "values", position),
+                    f"input {position} of trigger {name_of(node)!r} has no name; "
+                    "n8n refuses to publish the workflow",
+                    "give every input a name",
                 )
 
 
 def error_workflow_is_literal(ctx: WorkflowContext) -> Iterator[Problem]:
     """`settings.errorWorkflow` is a literal id or placeholder, never an expression."""
-    value = (ctx.workflow.get("settings") or {}).get("errorWorkflow")
+    value = ctx.settings.get("errorWorkflow")
     if isinstance(value, str) and value.startswith("="):
         yield Problem(
             ("settings", "errorWorkflow"),
-            "errorWorkflow is an expression; n8n expects a workflow id",
+            "errorWorkflow is an expression; n8n reads it as a workflow id, never evaluates it",
             "use {{@:env:workflows.<key>.id}} without '='",
         )

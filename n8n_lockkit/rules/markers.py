@@ -4,19 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from n8n_lockkit.rules.base import CODE, MARKER, Problem, WorkflowContext, code_of, strings_in
+from n8n_lockkit.rules.base import (
+    CODE,
+    MARKER,
+    Problem,
+    WorkflowContext,
+    code_of,
+    name_of,
+    parameters_of,
+    strings_in,
+)
 
 
 def marker_required(ctx: WorkflowContext) -> Iterator[Problem]:
     """Every Code node of a primitive opens with the marker."""
     if not ctx.is_primitive:
         return
-    for index, node in ctx.nodes_of(CODE):
+    for index, node in ctx.nodes(CODE):
         name, source = code_of(node)
         if not source.lstrip().startswith(MARKER):
             yield Problem(
                 ("nodes", index, "parameters", name),
-                f"Code node {node['name']!r} of primitive {ctx.key} does not open with {MARKER!r}",
+                f"Code node {name_of(node)!r} of primitive {ctx.key} does not open with {MARKER!r}",
                 "restore the primitive with `n8nlock copy-primitive --force-overwrite`",
             )
 
@@ -25,12 +34,12 @@ def marker_forbidden(ctx: WorkflowContext) -> Iterator[Problem]:
     """The marker appears in no other workflow: it would exempt that code from our rules."""
     if ctx.is_primitive:
         return
-    for index, node in enumerate(ctx.nodes):
-        for where, text in strings_in(node.get("parameters", {}), ("nodes", index, "parameters")):
+    for index, node in ctx.nodes():
+        for where, text in strings_in(parameters_of(node), ("nodes", index, "parameters")):
             if MARKER in text:
                 yield Problem(
                     where,
-                    f"node {node['name']!r} carries the primitive marker, but "
+                    f"node {name_of(node)!r} carries the primitive marker, but "
                     f"{ctx.key} is not an n8nlock primitive",
                     "remove the marker; it is reserved for n8nlock's primitives",
                 )

@@ -2,55 +2,72 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from n8n_lockkit.rules.base import (
     NODE_KEYS,
     SETTINGS_KEYS,
+    SETTINGS_TYPES,
+    STICKY_NOTE,
     STRIPPED_TOP_LEVEL,
     WRITABLE_TOP_LEVEL,
+    Path,
     Problem,
     WorkflowContext,
+    name_of,
+    parameters_of,
     strings_in,
 )
+from n8n_lockkit.rules.jsstring import decode_js_string
 
+# A string literal in JavaScript: quoted, with backslash escapes (a template literal only
+# without `${…}`, whose value we cannot know).
+_LITERAL = r"""(?P<q>['"`])(?P<name>(?:\\[\s\S]|(?!(?P=q))[^\\\n])+)(?P=q)"""
 _REFERENCES = (
-    re.compile(r"""\$\(\s*(['"])(?P<name>(?:\\.|(?!\1).)+)\1\s*\)"""),
-    re.compile(r"""\$node\[\s*(['"])(?P<name>(?:\\.|(?!\1).)+)\1\s*\]"""),
-    re.compile(r"""\$items\(\s*(['"])(?P<name>(?:\\.|(?!\1).)+)\1"""),
+    re.compile(rf"\$\(\s*{_LITERAL}\s*\)"),
+    re.compile(rf"\$node\[\s*{_LITERAL}\s*\]"),
+    re.compile(rf"\$items\(\s*{_LITERAL}"),
 )
+_EXPRESSION_PARTS = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+# Parameters whose whole text is JavaScript (Code, Function and FunctionItem nodes).
+_CODE_PARAMETERS = frozenset({"jsCode", "functionCode"})
 
 
 def unique_node_names(ctx: WorkflowContext) -> Iterator[Problem]:
     """Node names are unique: n8n keys connections by name."""
-    counts = Counter(n["name"] for n in ctx.nodes)
-    for index, node in enumerate(ctx.nodes):
-        if counts[node["name"]] > 1:
+    counts = Counter(name_of(node) for _, node in ctx.nodes())
+    for index, node in ctx.nodes():
+        name = name_of(node)
+        if name and counts[name] > 1:
             yield Problem(
                 ("nodes", index, "name"),
-                f"duplicate node name {node['name']!r}",
+                f"duplicate node name {name!r}",
                 "rename one; connections refer to nodes by name",
             )
 
 
 def unique_node_ids(ctx: WorkflowContext) -> Iterator[Problem]:
     """Node ids, where given, are unique: n8n rejects duplicates on save."""
-    counts = Counter(n["id"] for n in ctx.nodes if "id" in n)
-    for index, node in enumerate(ctx.nodes):
-        if "id" in node and counts[node["id"]] > 1:
+    ids = [(index, node.get("id")) for index, node in ctx.nodes()]
+    counts = Counter(node_id for _, node_id in ids if isinstance(node_id, str))
+    for index, node_id in ids:
+        if isinstance(node_id, str) and counts[node_id] > 1:
             yield Problem(
                 ("nodes", index, "id"),
-                f"duplicate node id {node['id']!r}",
+                f"duplicate node id {node_id!r}",
                 "give each node its own id (any unique string, usually a UUID)",
             )
 
 
 def connection_sources_exist(ctx: WorkflowContext) -> Iterator[Problem]:
     """Every key of `connections` is the name of a node."""
-    for source in ctx.workflow["connections"]:
-        if source not in ctx.node_names:
+    names = ctx.node_names
+    for source in ctx.connections:
+        if source not in names:
             yield Problem(
                 ("connections", source),
                 f"connection from unknown node {source!r}",
@@ -60,26 +77,41 @@ def connection_sources_exist(ctx: WorkflowContext) -> Iterator[Problem]:
 
 def connection_targets_exist(ctx: WorkflowContext) -> Iterator[Problem]:
     """Every connection points at an existing node."""
-    for source, by_type in ctx.workflow["connections"].items():
-        for kind, outputs in by_type.items():
-            for output, targets in enumerate(outputs):
-                for position, target in enumerate(targets or []):
-                    if target["node"] not in ctx.node_names:
-                        yield Problem(
-                            ("connections", source, kind, output, position, "node"),
-                            f"connection to unknown node {target['node']!r}",
-                            "point it at an existing node name",
-                        )
+    names = ctx.node_names
+    for where, target in ctx.targets():
+        node = target.get("node")
+        if isinstance(node, str) and node not in names:
+            yield Problem(
+                (*where, "node"),
+                f"connection to unknown node {node!r}",
+                "point it at an existing node name",
+            )
+
+
+def _javascript_in(parameters: object, where: Path) -> Iterator[tuple[Path, str]]:
+    """The JavaScript n8n evaluates: `{{ … }}` of expressions, and whole code parameters."""
+    for path, text in strings_in(parameters, where):
+        if path and path[-1] in _CODE_PARAMETERS:
+            yield path, text
+        elif text.startswith("="):
+            for part in _EXPRESSION_PARTS.finditer(text):
+                yield path, part.group(1)
 
 
 def node_references_exist(ctx: WorkflowContext) -> Iterator[Problem]:
     """`$('Name')`, `$node["Name"]` and `$items("Name")` name existing nodes."""
-    for index, node in enumerate(ctx.nodes):
-        for where, text in strings_in(node.get("parameters", {}), ("nodes", index, "parameters")):
+    names = ctx.node_names
+    for index, node in ctx.nodes():
+        if node.get("type") == STICKY_NOTE:
+            continue  # its text is shown, never evaluated
+        code = _javascript_in(parameters_of(node), ("nodes", index, "parameters"))
+        for where, text in code:
             for pattern in _REFERENCES:
                 for match in pattern.finditer(text):
-                    name = re.sub(r"\\(.)", r"\1", match.group("name"))
-                    if name not in ctx.node_names:
+                    if match.group("q") == "`" and "${" in match.group("name"):
+                        continue
+                    name = decode_js_string(match.group("name"))
+                    if name not in names:
                         yield Problem(
                             where,
                             f"refers to unknown node {name!r}",
@@ -88,20 +120,19 @@ def node_references_exist(ctx: WorkflowContext) -> Iterator[Problem]:
 
 
 def api_top_level_keys(ctx: WorkflowContext) -> Iterator[Problem]:
-    """No top-level key that n8n's public API rejects on create or update."""
+    """No top-level key that n8n's API refuses: push leaves such keys out, so they are lost."""
     for key in ctx.workflow:
         if key not in WRITABLE_TOP_LEVEL | STRIPPED_TOP_LEVEL:
             yield Problem(
                 (key,),
-                f"top-level key {key!r} is rejected by n8n's public API",
-                "remove it; n8n accepts name, nodes, connections, settings, staticData",
+                f"top-level key {key!r} is refused by n8n's public API; push leaves it out",
+                "remove it; n8n's API takes name, nodes, connections, settings, staticData",
             )
 
 
 def api_settings_keys(ctx: WorkflowContext) -> Iterator[Problem]:
     """`settings` holds only keys the public API accepts."""
-    settings = ctx.workflow.get("settings") or {}
-    for key in settings:
+    for key in ctx.settings:
         if key not in SETTINGS_KEYS:
             yield Problem(
                 ("settings", key),
@@ -110,9 +141,49 @@ def api_settings_keys(ctx: WorkflowContext) -> Iterator[Problem]:
             )
 
 
+_JSON_TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "boolean": ("true or false", lambda v: isinstance(v, bool)),
+    "string": ("a string", lambda v: isinstance(v, str)),
+    "number": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+    "array": ("a list", lambda v: isinstance(v, list)),
+}
+
+
+def _expected_setting(key: str, value: Any) -> str | None:
+    """What the API expects for settings `key` when it refuses `value`; None if it accepts it."""
+    expected = SETTINGS_TYPES.get(key)
+    if expected is None:
+        return None  # an unknown key: api-settings-keys reports it
+    if isinstance(expected, frozenset):
+        if isinstance(value, str) and value in expected:
+            return None
+        return "one of " + ", ".join(json.dumps(v) for v in sorted(expected))
+    description, accepts = _JSON_TYPES[expected]
+    return None if accepts(value) else description
+
+
+def api_settings_values(ctx: WorkflowContext) -> Iterator[Problem]:
+    """`settings` values have the types the public API accepts (`errorWorkflow: null` does not)."""
+    for key, value in ctx.settings.items():
+        expected = _expected_setting(key, value)
+        if expected is None:
+            continue
+        if value is None:
+            hint = f'remove "{key}": null; n8n then uses its default'
+            if key == "errorWorkflow":
+                hint = 'remove "errorWorkflow": null (no error workflow), or name a workflow id'
+        else:
+            hint = f"use {expected}, or remove the key for n8n's default"
+        yield Problem(
+            ("settings", key),
+            f"settings.{key} is {json.dumps(value)}; n8n's API refuses it and expects {expected}",
+            hint,
+        )
+
+
 def api_node_keys(ctx: WorkflowContext) -> Iterator[Problem]:
     """Nodes hold only keys the public API accepts."""
-    for index, node in enumerate(ctx.nodes):
+    for index, node in ctx.nodes():
         for key in node:
             if key not in NODE_KEYS:
                 yield Problem(

@@ -1,7 +1,13 @@
-"""An in-memory stand-in for n8n's public API, for CLI tests of error mapping and ordering.
+"""An in-memory stand-in for n8n's public API, for CLI tests of push's decisions.
 
-The real behaviour of push is proven against a real n8n in tests/e2e; this fake only answers
-the calls push makes, and records them.
+It answers the calls push makes, records them, and copies the behaviour push depends on, as
+measured on n8n 2.41.1 and 1.123.81 (tests/e2e proves push against the real ones):
+- a workflow is created unpublished; an update of a published workflow republishes it;
+- 2.x refuses to publish a workflow whose Execute Workflow node calls an unpublished one,
+  and when that happens on update it keeps the update as a draft (400);
+- 1.x refuses to activate a workflow whose only triggers are Execute Workflow / Error Trigger;
+- an old-style credential reference `{"type": "Name"}` is stored as `{"id": null, "name"}`;
+- settings left at "DEFAULT" are dropped on update, and node ids are added.
 """
 
 from __future__ import annotations
@@ -16,27 +22,35 @@ from requests import PreparedRequest
 BASE = "http://n8n.test"
 API_KEY = "test-api-key-not-for-printing"
 Reply = tuple[int, dict[str, str], str]
+INTERNAL_TRIGGERS = {"n8n-nodes-base.executeWorkflowTrigger", "n8n-nodes-base.errorTrigger"}
 
 
 class FakeN8n:
-    def __init__(self) -> None:
+    def __init__(self, major: int = 2) -> None:
+        self.major = major
         self.workflows: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.next_id = 1
-        self.refuses_internal_triggers = False  # n8n 1.x will not activate sub-workflows
+        # workflow name -> n8n's message, to refuse creating or publishing that workflow
+        self.refuse_create: dict[str, str] = {}
+        self.refuse_publish: dict[str, str] = {}
         api = re.compile(rf"{re.escape(BASE)}/api/v1/.*")
         for method in ("GET", "POST", "PUT"):
             responses.add_callback(method, api, callback=self.handle)
-        responses.add_callback(
-            "PUT", re.compile(rf"{re.escape(BASE)}/webhook/.*"), callback=self.webhook_probe
-        )
-        responses.add_callback(
-            "POST", re.compile(rf"{re.escape(BASE)}/webhook/.*"), callback=self.webhook_probe
-        )
+        for method in ("PUT", "POST"):
+            responses.add_callback(
+                method, re.compile(rf"{re.escape(BASE)}/webhook/.*"), callback=self.webhook_probe
+            )
 
     @property
     def writes(self) -> list[tuple[str, str]]:
         return [c for c in self.calls if c[0] != "GET"]
+
+    def by_name(self, name: str) -> dict[str, Any]:
+        return next(w for w in self.workflows.values() if w["name"] == name)
+
+    def published(self) -> set[str]:
+        return {w["name"] for w in self.workflows.values() if w["active"]}
 
     def handle(self, request: PreparedRequest) -> Reply:
         path = (request.path_url or "").removeprefix("/api/v1")
@@ -58,10 +72,35 @@ class FakeN8n:
     def create(self, body: dict[str, Any]) -> Reply:
         if "active" in body:
             return self.reply(400, {"message": "request/body/active is read-only"})
+        if body.get("name") in self.refuse_create:
+            return self.reply(400, {"message": self.refuse_create[body["name"]]})
         workflow_id = f"wf{self.next_id}"
         self.next_id += 1
-        self.workflows[workflow_id] = {**body, "id": workflow_id, "active": False}
-        return self.reply(200, self.workflows[workflow_id])
+        stored = {"id": workflow_id, "active": False, "activeVersionId": None, "versionId": ""}
+        self.workflows[workflow_id] = stored
+        self.save(stored, body)
+        return self.reply(200, stored)
+
+    def save(self, stored: dict[str, Any], body: dict[str, Any]) -> None:
+        """Store as n8n does: new version on change, ids added, references rewritten."""
+        nodes = json.loads(json.dumps(body.get("nodes", [])))
+        for index, node in enumerate(nodes):
+            node.setdefault("id", f"{stored['id']}-node-{index}")
+            for kind, ref in (node.get("credentials") or {}).items():
+                if isinstance(ref, str):
+                    node["credentials"][kind] = {"id": None, "name": ref}
+        changed = (nodes, body.get("connections")) != (
+            stored.get("nodes"),
+            stored.get("connections"),
+        )
+        settings = {**stored.get("settings", {}), **body.get("settings", {})}
+        stored.update({**body, "nodes": nodes, "settings": settings})
+        if stored["versionId"] and "settings" in body:
+            for key in ("timezone", "errorWorkflow"):
+                if settings.get(key) == "DEFAULT":
+                    del settings[key]
+        if changed:
+            stored["versionId"] = f"v{self.next_id}-{len(self.calls)}"
 
     def existing(self, method: str, path: str, body: dict[str, Any] | None) -> Reply:
         match = re.fullmatch(r"/workflows/([^/]+)(/activate)?", path)
@@ -69,13 +108,42 @@ class FakeN8n:
             return self.reply(404, {"message": "Not Found"})
         stored = self.workflows[match.group(1)]
         if match.group(2):
-            types = {n["type"] for n in stored["nodes"]}
-            if self.refuses_internal_triggers and "n8n-nodes-base.webhook" not in types:
-                return self.reply(400, {"message": "has no node to start the workflow"})
-            stored["active"] = True
-        elif method == "PUT" and body is not None:
-            stored.update(body)
+            return self.publish(stored)
+        if method == "PUT" and body is not None:
+            self.save(stored, body)
+            if stored["active"]:
+                return self.publish(stored)
         return self.reply(200, stored)
+
+    def publish(self, stored: dict[str, Any]) -> Reply:
+        problem = self.publish_refusal(stored)
+        if problem:
+            return self.reply(400, {"message": problem})
+        stored["active"] = True
+        stored["activeVersionId"] = stored["versionId"]
+        return self.reply(200, stored)
+
+    def publish_refusal(self, stored: dict[str, Any]) -> str:
+        if stored["name"] in self.refuse_publish:
+            return self.refuse_publish[stored["name"]]
+        triggers = {
+            n["type"] for n in stored["nodes"] if n["type"].endswith(("Trigger", "webhook"))
+        }
+        if self.major == 1 and triggers and triggers <= INTERNAL_TRIGGERS:
+            return f'Workflow "{stored["name"]}" has no node to start the workflow'
+        if self.major == 1:
+            return ""
+        for node in stored["nodes"]:
+            if node["type"] != "n8n-nodes-base.executeWorkflow":
+                continue
+            called = node["parameters"]["workflowId"]["value"]
+            if not self.workflows.get(called, {}).get("activeVersionId"):
+                return (
+                    f'Cannot publish workflow: Node "{node["name"]}" references workflow '
+                    f"{called} which is not published. Please publish all referenced "
+                    "sub-workflows first."
+                )
+        return ""
 
     def webhook_probe(self, request: PreparedRequest) -> Reply:
         return self.reply(404, {"message": "Did you mean to make a POST request?"})

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,14 @@ import pytest
 from tests.conftest import Invoke, explain
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "rules"
+ORDERS = Path("workflows") / "orders.template.json"
+# One error (connection-target-exists) and one warning (code-sandbox) in one workflow.
+MIXED = FIXTURES / "connection-target-exists" / "bad.json"
+WARNING_ONLY = FIXTURES / "code-sandbox" / "bad-env.json"
+ERROR_LINE = (
+    "workflows/orders.template.json::$.connections.Webhook.main[0][0].node: error: "
+    "connection to unknown node 'Shpae' [connection-target-exists]"
+)
 
 
 @pytest.fixture
@@ -17,51 +26,257 @@ def locked_workspace(workspace: Path, invoke: Invoke) -> Path:
     return workspace
 
 
+def put(workspace: Path, fixture: Path, target: Path = ORDERS) -> None:
+    shutil.copy(fixture, workspace / target)
+
+
+def with_env_warning(workspace: Path) -> None:
+    """orders gets an error (unknown connection target) and a warning ($env in Code)."""
+    workflow = json.loads(MIXED.read_text())
+    workflow["nodes"][1]["parameters"]["jsCode"] = "return [{ json: { t: $env.TOKEN } }];"
+    (workspace / ORDERS).write_text(json.dumps(workflow))
+
+
 def test_a_workspace_of_primitives_is_clean(locked_workspace: Path, invoke: Invoke) -> None:
-    result = invoke("validate", cwd=locked_workspace)
+    result = invoke("validate", "--strict", cwd=locked_workspace)
     assert result.exit_code == 0, explain(result)
     assert "4 file(s) checked, 0 problem(s): all good" in result.stderr
 
 
-def test_a_problem_names_file_json_path_and_rule(locked_workspace: Path, invoke: Invoke) -> None:
-    bad = (FIXTURES / "connection-target-exists" / "bad.json").read_text()
-    (locked_workspace / "workflows" / "orders.template.json").write_text(bad)
+def test_a_problem_names_file_json_path_severity_and_rule(
+    locked_workspace: Path, invoke: Invoke
+) -> None:
+    put(locked_workspace, MIXED)
     result = invoke("validate", cwd=locked_workspace)
     assert result.exit_code == 1, explain(result)
-    assert result.stdout == (
-        "workflows/orders.template.json::$.connections.Webhook.main[0][0].node: "
-        "connection to unknown node 'Shpae' [connection-target-exists]\n"
+    assert result.stdout == ERROR_LINE + "\n"
+    assert result.stderr == "5 file(s) checked, 1 problem(s): 1 error, 0 warnings\n"
+
+
+def test_warnings_alone_pass_and_say_so(workspace: Path, invoke: Invoke) -> None:
+    put(workspace, WARNING_ONLY)
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert result.stdout.startswith(
+        "workflows/orders.template.json::$.nodes[1].parameters.jsCode: warning: "
+        "Code node 'Shape': $env fails the execution unless the instance sets "
+        "N8N_BLOCK_ENV_ACCESS_IN_NODE=false"
+    )
+    assert result.stderr == (
+        "1 file(s) checked, 1 problem(s): 0 errors, 1 warning "
+        "(warnings fail the run only with --strict)\n"
     )
 
 
-def test_json_output_is_stable(locked_workspace: Path, invoke: Invoke) -> None:
-    bad = (FIXTURES / "code-sandbox" / "bad.json").read_text()
-    (locked_workspace / "workflows" / "orders.template.json").write_text(bad)
-    result = invoke(
-        "validate", "-o", "json", "workflows/orders.template.json", cwd=locked_workspace
-    )
+def test_strict_fails_on_warnings(workspace: Path, invoke: Invoke) -> None:
+    put(workspace, WARNING_ONLY)
+    result = invoke("validate", "--strict", cwd=workspace)
     assert result.exit_code == 1, explain(result)
+    assert result.stderr == "1 file(s) checked, 1 problem(s): 0 errors, 1 warning\n"
+
+
+def test_json_output_carries_severity_and_counts(workspace: Path, invoke: Invoke) -> None:
+    put(workspace, WARNING_ONLY)
+    result = invoke("validate", "-o", "json", str(ORDERS), cwd=workspace)
+    assert result.exit_code == 0, explain(result)
     assert json.loads(result.stdout) == {
-        "status": "fail",
+        "status": "ok",
+        "strict": False,
+        "counts": {"error": 0, "warning": 1},
         "files": ["workflows/orders.template.json"],
         "findings": [
             {
                 "path": "workflows/orders.template.json",
                 "location": "$.nodes[1].parameters.jsCode",
                 "rule": "code-sandbox",
-                "message": "Code node 'Shape': require() is blocked in n8n's Code sandbox",
-                "hint": "n8n Cloud never allows it; self-hosted needs "
-                "NODE_FUNCTION_ALLOW_BUILTIN/EXTERNAL",
+                "severity": "warning",
+                "message": "Code node 'Shape': $env fails the execution unless the instance "
+                "sets N8N_BLOCK_ENV_ACCESS_IN_NODE=false (blocked by default since n8n 2.0)",
+                "hint": "pass the value in from the env file or a credential, or have the "
+                "instance set N8N_BLOCK_ENV_ACCESS_IN_NODE=false",
             }
         ],
     }
+    strict = invoke("validate", "-o", "json", "--strict", cwd=workspace)
+    assert strict.exit_code == 1, explain(strict)
+    assert json.loads(strict.stdout)["status"] == "fail"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--ignore", "code-sandbox"),
+        ("--ignore", "wait-explicit-interval,code-sandbox"),
+        ("--ignore", "wait-explicit-interval", "--ignore", " code-sandbox "),
+        ("--select", "connection-target-exists,unique-node-names"),
+    ],
+    ids=["ignore", "comma-list", "repeated", "select"],
+)
+def test_select_and_ignore_choose_the_rules(
+    workspace: Path, invoke: Invoke, args: tuple[str, ...]
+) -> None:
+    with_env_warning(workspace)
+    result = invoke("validate", "--strict", *args, cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    assert result.stdout == ERROR_LINE + "\n"
+
+
+def test_select_of_a_warning_rule_leaves_the_error_out(workspace: Path, invoke: Invoke) -> None:
+    with_env_warning(workspace)
+    result = invoke("validate", "--select", "code-sandbox", cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert "[code-sandbox]" in result.stdout
+    assert "connection-target-exists" not in result.stdout
+
+
+def test_an_unknown_rule_on_the_command_line_is_an_input_error(
+    workspace: Path, invoke: Invoke
+) -> None:
+    result = invoke("validate", "--ignore", "code-sandbx", cwd=workspace)
+    assert result.exit_code == 3, explain(result)
+    assert result.stderr == (
+        "Error: --ignore: unknown rule 'code-sandbx'\n"
+        "Hint: did you mean 'code-sandbox'? `n8nlock rules` lists the rule ids\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("filename", "text"),
+    [
+        (
+            "pyproject.toml",
+            '[project]\nname = "flows"\n\n[tool.n8nlock]\nignore = ["code-sandbox"]\n',
+        ),
+        ("n8nlock.toml", 'ignore = ["code-sandbox"]\n'),
+    ],
+)
+def test_the_workspace_config_ignores_rules(
+    workspace: Path, invoke: Invoke, filename: str, text: str
+) -> None:
+    with_env_warning(workspace)
+    (workspace / filename).write_text(text)
+    result = invoke("validate", "--strict", cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    assert result.stdout == ERROR_LINE + "\n"
+
+
+def test_n8nlock_toml_wins_over_pyproject_and_says_so(workspace: Path, invoke: Invoke) -> None:
+    with_env_warning(workspace)
+    (workspace / "pyproject.toml").write_text('[tool.n8nlock]\nselect = ["code-sandbox"]\n')
+    (workspace / "n8nlock.toml").write_text('ignore = ["code-sandbox"]\n')
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    assert result.stdout == ERROR_LINE + "\n"
+    assert (
+        "Warning: n8nlock.toml is used; [tool.n8nlock] in pyproject.toml is ignored"
+        in result.stderr
+    )
+
+
+def test_the_command_line_overrides_the_config(workspace: Path, invoke: Invoke) -> None:
+    put(workspace, WARNING_ONLY)
+    (workspace / "n8nlock.toml").write_text('strict = true\nignore = ["code-sandbox"]\n')
+    assert invoke("validate", cwd=workspace).exit_code == 0
+    selected = invoke("validate", "--select", "code-sandbox", cwd=workspace)
+    assert selected.exit_code == 1, explain(selected)  # --select starts over; strict stays
+    relaxed = invoke("validate", "--select", "code-sandbox", "--no-strict", cwd=workspace)
+    assert relaxed.exit_code == 0, explain(relaxed)
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "hint"),
+    [
+        (
+            'ignored = ["code-sandbox"]\n',
+            "Error: n8nlock.toml: unknown key 'ignored'",
+            "Hint: did you mean 'ignore'? the keys are ignore, select, strict",
+        ),
+        (
+            'select = ["wait-explicit-intervals"]\n',
+            "Error: n8nlock.toml select: unknown rule 'wait-explicit-intervals'",
+            "Hint: did you mean 'wait-explicit-interval'? `n8nlock rules` lists the rule ids",
+        ),
+        (
+            'ignore = "code-sandbox"\n',
+            "Error: n8nlock.toml: ignore must be a list of rule ids",
+            'Hint: for example ignore = ["code-sandbox", "wait-explicit-interval"]',
+        ),
+        ('strict = "yes"\n', "Error: n8nlock.toml: strict must be true or false", "Hint: "),
+        ("ignore = [\n", "Error: n8nlock.toml: not valid TOML (", "Hint: fix the file"),
+    ],
+    ids=["unknown-key", "unknown-rule", "not-a-list", "strict-not-bool", "bad-toml"],
+)
+def test_a_bad_config_is_an_input_error(
+    workspace: Path, invoke: Invoke, text: str, error: str, hint: str
+) -> None:
+    (workspace / "n8nlock.toml").write_text(text)
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 3, explain(result)
+    error_line, hint_line = result.stderr.splitlines()
+    assert error_line.startswith(error)
+    assert hint_line.startswith(hint)
+    assert "Traceback" not in result.output
+
+
+def test_an_unknown_key_in_pyproject_names_the_table(workspace: Path, invoke: Invoke) -> None:
+    (workspace / "pyproject.toml").write_text("[tool.n8nlock]\nstrikt = true\n")
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 3, explain(result)
+    assert result.stderr.startswith(
+        "Error: pyproject.toml [tool.n8nlock]: unknown key 'strikt'\nHint: did you mean 'strict'?"
+    )
+
+
+def test_a_pyproject_without_our_table_changes_nothing(workspace: Path, invoke: Invoke) -> None:
+    put(workspace, WARNING_ONLY)
+    (workspace / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert "[code-sandbox]" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        FIXTURES / "workflow-schema" / "good-nameless.json",
+        FIXTURES / "workflow-schema" / "good-null-outputs.json",
+        FIXTURES / "node-reference-exists" / "good-unicode-escape.json",
+        FIXTURES / "wait-explicit-interval" / "good-v1-exported.json",
+        FIXTURES / "sub-trigger-explicit-inputs" / "good-v1.json",
+        FIXTURES / "code-sandbox" / "good-helpers.json",
+    ],
+    ids=lambda p: f"{p.parent.name}/{p.stem}",
+)
+def test_shapes_n8n_exports_pass_strictly(workspace: Path, invoke: Invoke, fixture: Path) -> None:
+    put(workspace, fixture)
+    result = invoke("validate", "--strict", cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert result.stdout == ""
+
+
+def test_a_schema_problem_is_reported_with_the_other_rules(workspace: Path, invoke: Invoke) -> None:
+    workflow = json.loads(WARNING_ONLY.read_text())
+    workflow["connections"] = None
+    workflow["settings"]["errorWorkflow"] = None
+    (workspace / ORDERS).write_text(json.dumps(workflow))
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    assert [line.rsplit(" ", 1)[-1] for line in result.stdout.splitlines()] == [
+        "[workflow-schema]",
+        "[api-settings-values]",
+        "[code-sandbox]",
+    ]
+    assert "$.connections: error: expected object, found null" in result.stdout
 
 
 def test_malformed_json_is_a_finding_with_line_and_column(workspace: Path, invoke: Invoke) -> None:
     (workspace / "workflows" / "broken.json").write_text('{"name": "x",\n  "nodes": [}\n')
     result = invoke("validate", cwd=workspace)
     assert result.exit_code == 1, explain(result)
-    assert result.stdout.startswith("workflows/broken.json::line 2, column 13: not valid JSON")
+    assert result.stdout == (
+        "workflows/broken.json::line 2, column 13: error: not valid JSON: Expecting value "
+        "[json-syntax]\n"
+    )
     assert "Traceback" not in result.output
 
 
@@ -77,7 +292,7 @@ def test_with_env_every_placeholder_must_resolve(locked_workspace: Path, invoke:
     env.write_text(env.read_text().replace('  redis: {id: "", name: ""}', "  other: {}"))
     result = invoke("validate", "--env", "dev", cwd=locked_workspace)
     assert result.exit_code == 1, explain(result)
-    assert "{{@:env:credentials.redis.id}} not found in the env file" in result.stdout
+    assert "error: {{@:env:credentials.redis.id}} not found in the env file" in result.stdout
 
 
 def test_an_unknown_env_is_an_input_error(locked_workspace: Path, invoke: Invoke) -> None:
@@ -91,7 +306,10 @@ def test_an_empty_workspace_is_clean(workspace: Path, invoke: Invoke) -> None:
     assert "0 file(s) checked" in result.stderr
 
 
-def test_rules_lists_every_rule_id(invoke: Invoke, tmp_path: Path) -> None:
+def test_rules_lists_every_rule_with_its_severity(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("rules", cwd=tmp_path)
     assert result.exit_code == 0, explain(result)
-    assert "primitive-marker-forbidden" in result.stdout
+    lines = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()}
+    assert lines["primitive-marker-forbidden"] == "error"
+    assert lines["code-sandbox"] == "warning"
+    assert lines["api-settings-values"] == "error"

@@ -39,7 +39,8 @@ def install(bed: LockBed, name: str, *wrap_args: str, suffix: str = "") -> tuple
     for args in wrap_args_list(wrap_args):
         run_cli(bed.root, *args[:1], "--workflow-key", wrapped_key, *args[1:])
     run_cli(bed.root, "validate", "--env", "e2e")
-    run_cli(bed.root, "push", "--env", "e2e", "error_handler_lock_cleanup", plain_key, wrapped_key)
+    keys = ("error_handler_lock_cleanup", plain_key, wrapped_key)
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", *keys)
     return plain_key, wrapped_key
 
 

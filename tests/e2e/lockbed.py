@@ -41,6 +41,24 @@ def run_cli(root: Path, *args: str) -> Result:
 
 def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str], poll: float) -> Path:
     """init → redis-credential → create-lock → callers → validate → push, all through the CLI."""
+    init_workspace(root, n8n, lock_scopes)
+    run_cli(
+        root,
+        "create-lock",
+        "--include-error-handler",
+        "--include-rate-limit",
+        "--poll-interval-seconds",
+        str(poll),
+    )
+    for caller in CALLERS.glob("*.template.json"):
+        shutil.copy(caller, root / "workflows" / caller.name)
+    run_cli(root, "validate", "--env", "e2e")
+    run_cli(root, "push", "--env", "e2e", "--activate")
+    return root
+
+
+def init_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str]) -> Path:
+    """init → redis-credential: a workspace whose one env, e2e, points at the test-bed n8n."""
     CliRunner().invoke(main, ["init", str(root), "--env", "e2e", "--url", n8n.base_url])
     env = root / "envs" / "e2e.yml"
     text = env.read_text().replace("apiKeyEnv: N8N_API_KEY", f"apiKeyEnv: {API_KEY_VARIABLE}")
@@ -56,18 +74,6 @@ def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str], poll: 
         str(n8n.redis_db),
     ]
     run_cli(root, *credential)
-    run_cli(
-        root,
-        "create-lock",
-        "--include-error-handler",
-        "--include-rate-limit",
-        "--poll-interval-seconds",
-        str(poll),
-    )
-    for caller in CALLERS.glob("*.template.json"):
-        shutil.copy(caller, root / "workflows" / caller.name)
-    run_cli(root, "validate", "--env", "e2e")
-    run_cli(root, "push", "--env", "e2e")
     return root
 
 

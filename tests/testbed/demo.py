@@ -90,8 +90,8 @@ def main(workspace: Path) -> None:
             "60",
         )
         n8nlock(workspace, "validate", "--env", "dev")
-        n8nlock(workspace, "push", "--env", "dev")
-        n8nlock(workspace, "push", "--env", "dev")  # the second push sends no write
+        n8nlock(workspace, "push", "--env", "dev", "--activate")
+        n8nlock(workspace, "push", "--env", "dev", "--activate")  # the second sends no write
         print(f"\n{CALLS} concurrent calls add 1 to the same order's balance (each takes 0.5 s):")
         print(
             f"  without a lock: balance {hammer(n8n, redis_endpoint.url, 'demo-orders-unlocked')}"

@@ -6,7 +6,14 @@ import pytest
 import responses
 
 from n8n_lockkit.errors import ExitCode, RemoteError
-from n8n_lockkit.n8n_client import N8nAuthError, N8nClient, N8nNotFound, N8nRejected
+from n8n_lockkit.n8n_client import (
+    N8nAuthError,
+    N8nClient,
+    N8nNotFound,
+    N8nRejected,
+    N8nServerError,
+    WebhookNotLive,
+)
 
 BASE = "http://n8n.test"
 KEY = "secret-key-123"
@@ -54,7 +61,7 @@ def test_404_is_not_found() -> None:
 
 def test_5xx_is_retried_then_reported() -> None:
     responses.add("PUT", f"{BASE}/api/v1/workflows/1", status=502, body="bad gateway")
-    with pytest.raises(RemoteError, match="failed PUT /workflows/1 with 502") as caught:
+    with pytest.raises(N8nServerError, match="failed PUT /workflows/1 with 502") as caught:
         client().update_workflow("1", {"name": "x"})
     assert len(responses.calls) == 3
     assert "try again later" in (caught.value.hint or "")
@@ -85,3 +92,34 @@ def test_activation_posts_an_empty_object() -> None:
     responses.add("POST", f"{BASE}/api/v1/workflows/1/activate", json={"id": "1", "active": True})
     client().activate_workflow("1")
     assert json.loads(responses.calls[0].request.body or b"null") == {}
+
+
+def test_a_refused_publish_does_not_send_the_user_to_validate() -> None:
+    message = 'Cannot publish workflow: Node "Call" references workflow 7 which is not published'
+    responses.add(
+        "POST", f"{BASE}/api/v1/workflows/1/activate", status=400, json={"message": message}
+    )
+    with pytest.raises(N8nRejected) as caught:
+        client().activate_workflow("1")
+    assert caught.value.server_message == message
+    assert "validate" not in (caught.value.hint or "")
+    assert "publishing" in (caught.value.hint or "")
+
+
+def test_a_webhook_that_never_answers_is_its_own_error() -> None:
+    responses.add("PUT", f"{BASE}/webhook/orders", status=404, json={"message": "not registered"})
+    with pytest.raises(WebhookNotLive, match="POST /webhook/orders did not come up"):
+        client().wait_for_webhook("orders", ["POST"], timeout=0.05)
+    assert responses.calls[0].request.method == "PUT"  # probed with another method
+
+
+def test_a_multi_method_webhook_is_probed_with_a_method_it_does_not_take() -> None:
+    answer = {"message": "Did you mean to make a GET or POST request?"}
+    responses.add("PATCH", f"{BASE}/webhook/orders", status=404, json=answer)
+    client().wait_for_webhook("orders", ["GET", "POST", "PUT"])
+    assert [c.request.method for c in responses.calls] == ["PATCH"]
+
+
+def test_a_webhook_that_takes_every_probe_method_is_not_waited_for() -> None:
+    client().wait_for_webhook("orders", ["PUT", "POST", "PATCH", "DELETE"])
+    assert len(responses.calls) == 0

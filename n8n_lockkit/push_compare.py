@@ -1,0 +1,126 @@
+"""Whether n8n already holds a workflow, allowing for what n8n itself rewrites on save.
+
+Measured on n8n 2.41.1 and 1.123.81 (tests/e2e/test_push_activation.py proves it there): n8n
+adds node ids and defaults, rewrites credential references, mints webhook ids for empty ones
+and drops settings left at their default. Comparing naively would send an update on every
+push; comparing as n8n stores keeps a second push write-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# What n8n itself writes while a workflow runs: a schedule or polling trigger keeps its state
+# in staticData, so an export's `"staticData": null` differs from n8n's copy after the first
+# run. It is sent on create only; an update must not reset the trigger's state.
+RUNTIME_FIELDS = frozenset({"staticData"})
+
+
+def is_subset(expected: Any, actual: Any) -> bool:
+    """Whether n8n holds everything we would send (it may add defaults of its own)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and is_subset(v, actual[k]) for k, v in expected.items()
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(is_subset(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    return bool(expected == actual)
+
+
+def holds(body: Mapping[str, Any], remote: Mapping[str, Any]) -> bool:
+    """Whether n8n already holds `body`, as n8n stores what it is sent.
+
+    n8n adds node ids and defaults, rewrites credential references and drops settings left
+    at their default, so a plain comparison would send an update on every push.
+    """
+    for key, value in body.items():
+        actual = remote.get(key)
+        if key in RUNTIME_FIELDS:
+            continue
+        if key == "nodes":
+            same = _nodes_match(value, actual)
+        elif key == "settings":
+            same = isinstance(actual, dict) and all(
+                _setting_matches(k, v, actual) for k, v in value.items()
+            )
+        else:
+            same = is_subset(value, actual)
+        if not same:
+            return False
+    return True
+
+
+def _nodes_match(expected: Any, actual: Any) -> bool:
+    if not isinstance(expected, list) or not isinstance(actual, list):
+        return is_subset(expected, actual)
+    return len(expected) == len(actual) and all(
+        _node_matches(e, a) for e, a in zip(expected, actual, strict=True)
+    )
+
+
+def _node_matches(expected: Any, actual: Any) -> bool:
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return is_subset(expected, actual)
+    for key, value in expected.items():
+        if key == "credentials" and isinstance(value, dict):
+            same = _credentials_match(value, actual.get(key))
+        elif key == "webhookId" and value == "":
+            same = True  # n8n mints a webhook id for an empty one, anew on every save
+        else:
+            same = key in actual and is_subset(value, actual[key])
+        if not same:
+            return False
+    return True
+
+
+def _credentials_match(expected: Mapping[str, Any], actual: Any) -> bool:
+    stored = actual if isinstance(actual, dict) else {}
+    return all(
+        kind in stored and credential_matches(ref, stored[kind]) for kind, ref in expected.items()
+    )
+
+
+def credential_matches(sent: Any, stored: Any) -> bool:
+    """Whether n8n's stored credential reference is what it makes of the one we send.
+
+    n8n keeps a known id and takes the name from its own record; it looks up a bare name
+    (the old `"type": "Name"` form, or `{"id": null, …}`) or an id it does not know, and
+    stores the one credential of that name, or `{"id": null, "name": …}` when it finds none.
+    """
+    sent_id = sent.get("id") if isinstance(sent, dict) else None
+    if sent_id is not None and isinstance(stored, dict) and stored.get("id") == sent_id:
+        return True
+    return _credential_name(sent) is not None and _credential_name(sent) == _credential_name(stored)
+
+
+def _credential_name(ref: Any) -> str | None:
+    if isinstance(ref, str):
+        return ref
+    name = ref.get("name") if isinstance(ref, dict) else None
+    return name if isinstance(name, str) else None
+
+
+# Settings n8n drops when an update leaves them at their default ("DEFAULT", or the
+# instance's execution timeout, -1 unless EXECUTIONS_TIMEOUT is set).
+_DEFAULT_SETTINGS = {"errorWorkflow": "DEFAULT", "timezone": "DEFAULT", "executionTimeout": -1}
+
+
+def _setting_matches(key: str, value: Any, actual: Mapping[str, Any]) -> bool:
+    if _DEFAULT_SETTINGS.get(key, object()) == value:
+        return bool(actual.get(key, value) == value)
+    return key in actual and is_subset(value, actual[key])
+
+
+def is_live(remote: Mapping[str, Any] | None) -> bool:
+    return bool(remote and remote.get("active"))
+
+
+def draft_pending(remote: Mapping[str, Any]) -> bool:
+    """n8n 2.x: the saved version is not the published one (a refused republish left it)."""
+    active_version = remote.get("activeVersionId")
+    return bool(active_version) and active_version != remote.get("versionId")

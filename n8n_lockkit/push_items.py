@@ -1,0 +1,143 @@
+"""The workflow files one push sends: loading, ordering, checking and hydrating them."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from n8n_lockkit import graph, placeholders
+from n8n_lockkit.errors import LockkitError, PlaceholderError, WorkflowFileError
+from n8n_lockkit.workspace import Workspace, workflow_key
+
+# What the public API accepts on create and update; everything else in a file is dropped.
+SENT_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
+_WORKFLOW_REFERENCE = re.compile(r"\{\{@:?env:workflows\.([A-Za-z0-9_-]+)\.id\}\}")
+
+
+@dataclass(frozen=True)
+class PushItem:
+    key: str
+    path: Path
+    text: str
+    workflow: dict[str, Any]
+
+    @property
+    def depends_on(self) -> tuple[str, ...]:
+        keys = dict.fromkeys(_WORKFLOW_REFERENCE.findall(self.text))
+        return tuple(k for k in keys if k != self.key)
+
+
+def load_items(workspace: Workspace, keys: Sequence[str]) -> list[PushItem]:
+    """The workflow files to push: the named keys, or every file in workflows/."""
+    paths = [workspace.workflow_path(k) for k in keys] if keys else workspace.workflow_files()
+    items = []
+    for path in paths:
+        display = workspace.relative(path)
+        if not path.is_file():
+            raise WorkflowFileError(
+                f"{display}: no such workflow file",
+                hint="list the keys in workflows/, or run create-lock first",
+            )
+        text = path.read_text(encoding="utf-8")
+        try:
+            workflow = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise WorkflowFileError(
+                f"{display}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})",
+                hint="run `n8nlock validate` and fix the file; nothing was sent",
+            ) from err
+        items.append(PushItem(workflow_key(path), path, text, workflow))
+    return items
+
+
+def order_items(items: Sequence[PushItem]) -> list[PushItem]:
+    """Dependencies first; ties keep file order. A cycle cannot be pushed."""
+    by_key = {item.key: item for item in items}
+    ordered: list[PushItem] = []
+    state: dict[str, str] = {}
+
+    def visit(item: PushItem, trail: tuple[str, ...]) -> None:
+        if state.get(item.key) == "done":
+            return
+        if state.get(item.key) == "visiting":
+            raise LockkitError(
+                f"workflows reference each other in a cycle: {' -> '.join((*trail, item.key))}",
+                hint="break the cycle; n8n needs each id before it is referenced",
+            )
+        state[item.key] = "visiting"
+        for dependency in item.depends_on:
+            if dependency in by_key:
+                visit(by_key[dependency], (*trail, item.key))
+        state[item.key] = "done"
+        ordered.append(item)
+
+    for item in items:
+        visit(item, ())
+    return ordered
+
+
+def preflight(workspace: Workspace, items: Iterable[PushItem], env: Mapping[str, Any]) -> None:
+    """Stop before anything is sent if a placeholder cannot resolve."""
+    pushed = {item.key for item in items}
+    for item in items:
+        for problem in placeholders.unresolved(item.text, env, require_ids=True):
+            match = re.fullmatch(r"workflows\.([A-Za-z0-9_-]+)\.id", problem.path)
+            if match and match.group(1) in pushed:
+                continue  # its id will exist by the time this workflow is sent
+            raise PlaceholderError(
+                f"{workspace.relative(item.path)}: {{{{@:env:{problem.path}}}}} {problem.reason}",
+                hint=_placeholder_hint(problem.path),
+            )
+
+
+def _placeholder_hint(path: str) -> str:
+    if path.startswith("credentials.redis"):
+        return "run `n8nlock redis-credential --env …` to create or link the Redis credential"
+    if path.startswith("workflows."):
+        return "push that workflow too (name its key), or fill its id in the env file"
+    return "add the key to the env file; nothing was sent"
+
+
+def request_body(item: PushItem, env: Mapping[str, Any], name: str) -> dict[str, Any]:
+    hydrated = json.loads(placeholders.resolve_text(item.text, env))
+    body = {k: hydrated[k] for k in SENT_FIELDS if k in hydrated}
+    body["name"] = name
+    body.setdefault("settings", {"executionOrder": "v1"})
+    return body
+
+
+# Triggers a user starts by hand: n8n has nothing to activate for them.
+PASSIVE_TRIGGERS = frozenset({"n8n-nodes-base.manualTrigger", "n8n-nodes-base.start"})
+INTERNAL_TRIGGERS = frozenset(
+    {"n8n-nodes-base.errorTrigger", "n8n-nodes-base.executeWorkflowTrigger"}
+)
+
+
+def webhooks(workflow: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """(path, HTTP methods) of every enabled Webhook node; `multipleMethods` lists several."""
+    found = []
+    for node in graph.nodes(workflow):
+        parameters = node.get("parameters") or {}
+        if node.get("type") != "n8n-nodes-base.webhook" or node.get("disabled"):
+            continue
+        if not parameters.get("path"):
+            continue
+        methods = parameters.get("httpMethod", "GET")
+        listed = methods if isinstance(methods, list) else [methods]
+        found.append((str(parameters["path"]), tuple(str(m).upper() for m in listed)))
+    return found
+
+
+def only_internal_triggers(workflow: Mapping[str, Any]) -> bool:
+    """Started only by n8n itself: as a sub-workflow or as an error workflow."""
+    triggers = {str(node.get("type")) for node in graph.triggers(workflow)}
+    return bool(triggers) and triggers <= INTERNAL_TRIGGERS
+
+
+def activatable(workflow: Mapping[str, Any]) -> bool:
+    """Whether n8n can activate (publish) the workflow: it has a trigger that is not passive."""
+    return any(node.get("type") not in PASSIVE_TRIGGERS for node in graph.triggers(workflow))
