@@ -10,6 +10,7 @@ from n8n_lockkit.primitives import (
     ERROR_HANDLER,
     LOCK_ACQUISITION,
     LOCK_RELEASE,
+    LOCK_RENEW,
     RATE_LIMIT,
     Primitive,
 )
@@ -34,8 +35,12 @@ def _kept_warnings(workspace: Workspace, changes: Sequence[FileChange]) -> tuple
     )
 
 
-def lock_primitives(*, include_error_handler: bool, include_rate_limit: bool) -> list[Primitive]:
+def lock_primitives(
+    *, include_error_handler: bool, include_rate_limit: bool, include_renew: bool = False
+) -> list[Primitive]:
     chosen = [LOCK_ACQUISITION, LOCK_RELEASE]
+    if include_renew:
+        chosen.append(LOCK_RENEW)
     if include_error_handler:
         chosen.append(ERROR_HANDLER)
     if include_rate_limit:
@@ -73,7 +78,7 @@ def plan_copy_primitive(
         workspace, primitive, force_overwrite=force_overwrite, options=options
     )
     messages = _kept_warnings(workspace, [change])
-    if primitive in (LOCK_ACQUISITION, LOCK_RELEASE, ERROR_HANDLER):
+    if primitive in (LOCK_ACQUISITION, LOCK_RELEASE, LOCK_RENEW, ERROR_HANDLER):
         messages += (
             f"{primitive.key} is not registered in any env; `n8nlock create-lock` "
             "registers the lock primitives for push",

@@ -28,6 +28,11 @@ LOCK_RELEASE = Primitive(
     "n8nlock: Lock Release",
     "verifies ownership from :meta and deletes only on a match",
 )
+LOCK_RENEW = Primitive(
+    "lock_renew",
+    "n8nlock: Lock Renew",
+    "extends a held lock's TTL while the caller still owns it; renewed: false with the reason",
+)
 ERROR_HANDLER = Primitive(
     "error_handler_lock_cleanup",
     "n8nlock: Error Handler Lock Cleanup",
@@ -40,7 +45,7 @@ RATE_LIMIT = Primitive(
 )
 
 PRIMITIVES: dict[str, Primitive] = {
-    p.key: p for p in (LOCK_ACQUISITION, LOCK_RELEASE, ERROR_HANDLER, RATE_LIMIT)
+    p.key: p for p in (LOCK_ACQUISITION, LOCK_RELEASE, LOCK_RENEW, ERROR_HANDLER, RATE_LIMIT)
 }
 
 

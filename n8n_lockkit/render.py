@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from n8n_lockkit import keys
 from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives import Primitive
 
@@ -72,7 +73,13 @@ def _context(primitive: Primitive, options: RenderOptions) -> dict[str, Any]:
         code = _environment().get_template(f"js/{name}").render(context)
         return json.dumps(code.rstrip("\n"), ensure_ascii=False)
 
-    context.update(uuid=node_id, js=js)
+    context.update(
+        uuid=node_id,
+        js=js,
+        release_margin_seconds=keys.RELEASE_MARGIN_SECONDS,
+        stats_ttl_seconds=keys.STATS_TTL_SECONDS,
+        wait_buckets=list(keys.WAIT_BUCKETS),
+    )
     return context
 
 

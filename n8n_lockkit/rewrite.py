@@ -12,7 +12,13 @@ from n8n_lockkit import graph
 from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError, WorkflowFileError
 from n8n_lockkit.plan import FileChange, Plan, read_text_or_none
-from n8n_lockkit.primitives import ERROR_HANDLER, LOCK_ACQUISITION, LOCK_RELEASE, RATE_LIMIT
+from n8n_lockkit.primitives import (
+    ERROR_HANDLER,
+    LOCK_ACQUISITION,
+    LOCK_RELEASE,
+    LOCK_RENEW,
+    RATE_LIMIT,
+)
 from n8n_lockkit.render import dump_workflow
 from n8n_lockkit.scope import parse_scope
 from n8n_lockkit.unwrap import read_configs, unwrap
@@ -84,6 +90,9 @@ def plan_add_lock(
     if config.lock_on_error:
         needed.append(ERROR_HANDLER.key)
         how += " --include-error-handler"
+    if config.renew_before:
+        needed.append(LOCK_RENEW.key)
+        how += " --include-renew"
     _require(workspace, envs, needed, how)
     path, text, workflow = load_workflow(workspace, key)
     _, rate = read_configs(workflow)
@@ -93,11 +102,12 @@ def plan_add_lock(
     if scope.static is not None:
         for env in envs:
             env.add_lock_scope(scope.static)
-    else:
+    if not config.lock_on_error:
         messages.append(
-            f"scope {config.scope} is dynamic, so the cleanup handler cannot know it: after a "
-            f"failed execution the lock heals when its TTL ({config.ttl_seconds} s) runs out. "
-            "Add known scopes to lockScopes in the env file to have them cleaned at once."
+            f"without --lock-on-error, an execution that fails while holding scope "
+            f"{config.scope} leaves it locked until its TTL ({config.ttl_seconds} s) runs out; "
+            "add --lock-on-error to have the cleanup handler free every lock it holds within "
+            "seconds"
         )
     changes = (FileChange(path, text, dump_workflow(wrapped)), *(e.change() for e in envs))
     return Plan(changes, tuple(messages))

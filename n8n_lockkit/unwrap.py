@@ -70,6 +70,11 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfi
             max_wait_seconds=int(values["max_wait_seconds"]),
             fail_fast=values.get("wait_till_lock_released") is False,
             lock_on_error=_settings(workflow).get("errorWorkflow") == HANDLER_ID,
+            renew_before=tuple(
+                str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
+                for n in graph.nodes(workflow)
+                if role_of(n) == "lock-renew"
+            ),
         )
     values = _values(workflow, "rate-limit")
     if values is not None:

@@ -36,6 +36,7 @@ from n8n_lockkit.wrap_nodes import (
     output_code,
     owned,
     restore_items,
+    role_of,
 )
 
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
@@ -45,6 +46,11 @@ STEP = 220
 NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on the canvas
 NODE_HEIGHT = 100
 MAX_MERGE_INPUTS = 10
+EXECUTE = "n8n-nodes-base.executeWorkflow"
+LOST = (
+    "Lock lost before {target}: {{{{ $json.reason }}}} (scope '{{{{ $json.scope }}}}'); "
+    "the node did not run"
+)
 ON_DENIED = ("passthrough", "stop", "error")
 
 
@@ -55,6 +61,7 @@ class LockConfig:
     max_wait_seconds: int = 86400
     fail_fast: bool = False
     lock_on_error: bool = False
+    renew_before: tuple[str, ...] = ()  # body nodes that renew the lock before they run
 
 
 @dataclass(frozen=True)
@@ -83,13 +90,14 @@ class _Builder:
         node = next(n for n in graph.nodes(self.workflow) if n["name"] == name)
         return [int(node["position"][0]), int(node["position"][1])]
 
-    def add(self, node: Node) -> str:
+    def add(self, node: Node, *, placed: bool = False) -> str:
         if any(n["name"] == node["name"] for n in self.workflow["nodes"]):
             raise WrapError(
                 f"the workflow already has a node named {node['name']!r}",
                 hint="rename that node; n8nlock reserves the name",
             )
-        node["position"] = self.free_spot(node["position"])
+        if not placed:
+            node["position"] = self.free_spot(node["position"])
         self.workflow["nodes"].append(node)
         return str(node["name"])
 
@@ -107,6 +115,22 @@ class _Builder:
             ):
                 return [x, y + dy]
         return [x, y]
+
+    def free_spot_above(self, wanted: list[int]) -> list[int]:
+        """`wanted`, or the nearest spot above it where no node sits (three nodes wide)."""
+        x, y = wanted
+        for dy in range(0, 3200, 160):
+            if all(self._is_free([x + dx, y - dy]) for dx in (0, STEP, 2 * STEP)):
+                return [x, y - dy]
+        return [x, y - 3200]
+
+    def _is_free(self, spot: list[int]) -> bool:
+        return all(
+            abs(n["position"][0] - spot[0]) >= NODE_WIDTH
+            or abs(n["position"][1] - spot[1]) >= NODE_HEIGHT
+            for n in self.workflow["nodes"]
+            if n.get("type") != graph.STICKY_NOTE and "position" in n
+        )
 
     def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
         main = self.workflow["connections"].setdefault(source, {}).setdefault("main", [])
@@ -311,6 +335,71 @@ def _release(
     b.connect(release, 0, output)
 
 
+def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
+    """Before each named body node, a side branch that renews the lock, or stops the execution
+    when the lock is no longer its own. Under n8n's v1 order a node's targets run top to
+    bottom, each branch to its end, so the branch placed above the node runs first."""
+    for target in config.renew_before:
+        node = next((n for n in graph.nodes(b.workflow) if n["name"] == target), None)
+        if node is None or graph.is_trigger(node) or role_of(node):
+            known = ", ".join(repr(n["name"]) for n in graph.nodes(b.workflow) if not role_of(n))
+            raise WrapError(
+                f"--renew-before {target!r}: the workflow has no such body node",
+                hint=f"name a node of the body (nodes: {known})",
+            )
+        feeding = [
+            (source, output)
+            for source in list(b.workflow["connections"])
+            for output, links in enumerate(graph.outputs(b.workflow, source))
+            if any(x["node"] == target for x in links)
+        ]
+        x, y = b.position(target)
+        spot = b.free_spot_above([x, y - 160])
+        values = {
+            "scope": acquired(acquires, "scope"),
+            "lock_id": acquired(acquires, "lock_id"),
+            "ttl_seconds": config.ttl_seconds,
+        }
+        renew = b.add(
+            owned(
+                b.key,
+                "lock-renew",
+                f"Lock Renew ({target})",
+                EXECUTE,
+                1.2,
+                spot,
+                call("lock_renew", values),
+            ),
+            placed=True,
+        )
+        check = b.add(
+            owned(
+                b.key,
+                "lock-renewed",
+                f"Lock Renewed? ({target})",
+                "n8n-nodes-base.if",
+                2.2,
+                [spot[0] + STEP, spot[1]],
+                if_parameters(b.key, "$json.renewed === true"),
+            )
+        )
+        lost = b.add(
+            owned(
+                b.key,
+                "lock-lost",
+                f"Lock Lost ({target})",
+                "n8n-nodes-base.stopAndError",
+                1,
+                [spot[0] + 2 * STEP, spot[1]],
+                {"errorType": "errorMessage", "errorMessage": f"={LOST.format(target=target)}"},
+            )
+        )
+        for source, output in feeding:
+            b.connect(source, output, renew)
+        b.connect(renew, 0, check)
+        b.connect(check, 1, lost)
+
+
 def _label(workflow: Workflow, entry: Entry) -> str:
     """How the nodes of one entry's chain are told apart: by trigger, then by output."""
     if entry.output_count == 1:
@@ -435,6 +524,7 @@ def wrap(
         _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
     if lock:
         _release(b, acquires, restores, ends)
+        _renewals(b, acquires, lock)
         _set_error_workflow(workflow, lock.lock_on_error)
     return workflow
 

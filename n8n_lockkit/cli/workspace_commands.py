@@ -69,6 +69,11 @@ def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str
     help="Also install error_handler_lock_cleanup and ensure lockScopes exists.",
 )
 @click.option("--include-rate-limit", is_flag=True, help="Also install rate_limit_check.")
+@click.option(
+    "--include-renew",
+    is_flag=True,
+    help="Also install lock_renew (for add-lock-to-workflow --renew-before).",
+)
 @force_option
 @poll_option
 @dry_run_option
@@ -79,6 +84,7 @@ def create_lock(
     envs: Sequence[str],
     include_error_handler: bool,
     include_rate_limit: bool,
+    include_renew: bool,
     force_overwrite: bool,
     poll_interval_seconds: float,
     dry_run: bool,
@@ -97,7 +103,9 @@ def create_lock(
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
     primitives = installer.lock_primitives(
-        include_error_handler=include_error_handler, include_rate_limit=include_rate_limit
+        include_error_handler=include_error_handler,
+        include_rate_limit=include_rate_limit,
+        include_renew=include_renew,
     )
     change_plan = installer.plan_create_lock(
         workspace,

@@ -67,7 +67,16 @@ def scope_option(what: str) -> Callable[[F], F]:
 @click.option(
     "--lock-on-error",
     is_flag=True,
-    help="Set the workflow's error workflow to error_handler_lock_cleanup.",
+    help="Set the workflow's error workflow to error_handler_lock_cleanup, which frees every "
+    "lock a failed execution holds within seconds.",
+)
+@click.option(
+    "--renew-before",
+    "renew_before",
+    multiple=True,
+    metavar="NODE",
+    help="Renew the lock (to a full TTL) each time NODE is about to run; stop the execution "
+    "if the lock is no longer its own. Repeatable; name a node inside a loop for long loops.",
 )
 @env_option
 @dry_run_option
@@ -81,6 +90,7 @@ def add_lock_to_workflow(
     max_wait_seconds: int,
     fail_fast: bool,
     lock_on_error: bool,
+    renew_before: Sequence[str],
     envs: Sequence[str],
     dry_run: bool,
     fmt: str,
@@ -96,10 +106,14 @@ def add_lock_to_workflow(
     Example:
         n8nlock add-lock-to-workflow --workflow-key orders \\
             --scope-expression "={{ 'order-' + $json.body.orderId }}" --ttl-seconds 300
+        n8nlock add-lock-to-workflow --workflow-key sync --scope-expression sync \\
+            --ttl-seconds 120 --renew-before "Handle Batch" --lock-on-error
     """
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
-    config = LockConfig(scope, ttl_seconds, max_wait_seconds, fail_fast, lock_on_error)
+    config = LockConfig(
+        scope, ttl_seconds, max_wait_seconds, fail_fast, lock_on_error, tuple(renew_before)
+    )
     apply_plan(
         workspace,
         rewrite.plan_add_lock(workspace, workflow_key, config, selected),

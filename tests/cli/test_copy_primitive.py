@@ -5,12 +5,13 @@ from pathlib import Path
 from tests.conftest import Invoke, explain, snapshot
 
 
-def test_list_shows_the_four_primitives(invoke: Invoke, tmp_path: Path) -> None:
+def test_list_shows_every_primitive(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("copy-primitive", "--list", cwd=tmp_path)
     assert result.exit_code == 0, explain(result)
     assert [line.split()[0] for line in result.stdout.splitlines()] == [
         "lock_acquisition",
         "lock_release",
+        "lock_renew",
         "error_handler_lock_cleanup",
         "rate_limit_check",
     ]

@@ -47,6 +47,7 @@ def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str], poll: 
         "create-lock",
         "--include-error-handler",
         "--include-rate-limit",
+        "--include-renew",
         "--poll-interval-seconds",
         str(poll),
     )

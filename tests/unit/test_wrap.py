@@ -248,3 +248,38 @@ def test_no_shape_of_a_workflow_makes_wrap_or_unwrap_fail_unexpectedly(name: str
             continue
         assert read_configs(wrapped) == (LOCK, RATE)
         unwrap(wrapped)
+
+
+def test_renewal_runs_before_the_named_node_in_a_loop_and_unwraps() -> None:
+    config = LockConfig(LOCK.scope, 120, 60, False, False, ("Handle Batch",))
+    body = load("batch_loop")
+    wrapped = wrap(body, "batch_loop", config, None)
+    renew = next(n for n in wrapped["nodes"] if n["name"] == "Lock Renew (Handle Batch)")
+    handle = next(n for n in wrapped["nodes"] if n["name"] == "Handle Batch")
+    assert renew["position"][1] < handle["position"][1], "v1 order runs the upper branch first"
+    feeding = [
+        source
+        for source in wrapped["connections"]
+        for links in graph.outputs(wrapped, source)
+        if any(x["node"] == "Lock Renew (Handle Batch)" for x in links)
+    ]
+    assert feeding == [
+        s
+        for s in wrapped["connections"]
+        for links in graph.outputs(wrapped, s)
+        if any(x["node"] == "Handle Batch" for x in links)
+    ]
+    values = renew["parameters"]["workflowInputs"]["value"]
+    assert values["ttl_seconds"] == 120 and "lock_id" in values["lock_id"]
+    assert list(graph.targets(wrapped, "Lock Renewed? (Handle Batch)")) == [
+        "Lock Lost (Handle Batch)"
+    ]
+    assert read_configs(wrapped) == (config, None)
+    assert unwrap(wrapped) == wrap(body, "batch_loop", None, None)
+    assert check_workflow(wrapped, display="batch_loop", key="batch_loop") == []
+
+
+def test_renewal_before_an_unknown_node_is_refused() -> None:
+    config = LockConfig(LOCK.scope, 120, 60, renew_before=("Nope",))
+    with pytest.raises(WrapError, match="--renew-before 'Nope': the workflow has no such"):
+        wrap(load("batch_loop"), "batch_loop", config, None)

@@ -1,7 +1,7 @@
 // @n8n-evol-I:primitive — lock_acquisition: the ownership record, stamped at acquisition.
 const ctx = $('Build Lock Context').first().json;
-// INCR on the fence key (which never expires) gives a number that grows with every holder.
-const fence = Number(Object.values($input.first().json)[0]);
+// The first INCR is the fence's: a number that grows with every holder of the scope.
+const fence = Number($input.first().json[ctx.fence_key]);
 const now = Date.now();
 const meta = {
   lock_id: ctx.lock_id,
@@ -12,6 +12,12 @@ const meta = {
   fence,
   locked_at: new Date(now).toISOString(),
   expires_at: new Date(now + ctx.ttl_seconds * 1000).toISOString(),
+  ttl_seconds: ctx.ttl_seconds,
 };
 
-return [{ json: { meta, meta_json: JSON.stringify(meta) } }];
+// One SET node writes both, meta first: the ownership record, and this execution's entry in
+// the index the cleanup handler reads (a hash, scope -> lock_id; HSET keeps other entries).
+return [
+  { json: { meta, set_key: ctx.meta_key, set_type: 'string', set_value: JSON.stringify(meta), set_ttl: ctx.ttl_seconds } },
+  { json: { meta, set_key: ctx.index_key, set_type: 'hash', set_value: JSON.stringify({ [ctx.scope]: ctx.lock_id }), set_ttl: ctx.index_ttl_seconds } },
+];

@@ -21,4 +21,17 @@ if (state === null) {
   else state = 'wait';
 }
 
-return [{ json: { state, count, scope: ctx.scope, key: ctx.key } }];
+const verdict = { state, count, scope: ctx.scope, key: ctx.key };
+if (state !== 'won') return [{ json: verdict }];
+
+// The winner's INCRs, run by one Redis node over one connection: the fence, then the
+// statistics (`n8nlock stats` reads them). The wait lands in one histogram bucket.
+const waitedSeconds = (Date.now() - ctx.started_ms) / 1000;
+const bucket = << wait_buckets|tojson >>.find((le) => waitedSeconds <= le) ?? 'inf';
+const stat = (name) => ({ incr_key: `${ctx.stats_prefix}${name}:${ctx.scope}`, incr_ttl: ctx.stats_ttl_seconds });
+return [
+  { incr_key: ctx.fence_key, incr_ttl: ctx.fence_ttl_seconds },
+  stat('acquired'),
+  ...($('Wait Before Poll').isExecuted ? [stat('waited')] : []),
+  stat(`wait_le_${bucket}`),
+].map((incr) => ({ json: { ...verdict, ...incr } }));

@@ -15,10 +15,20 @@ if (!meta || typeof meta !== 'object') {
   meta = { lock_id: String(raw), workflow_name: 'unknown (unreadable meta)' };
 }
 
+// A release this close to (or past) the lock's expiry must not delete: the TTL may run out
+// between this GET and the DEL, and the DEL would then remove a successor's lock (W4).
+const RELEASE_MARGIN_MS = << release_margin_seconds * 1000 >>;
+const expiresAt = Date.parse(meta.expires_at);
+let outcome = meta.lock_id === ctx.lock_id ? 'match' : 'mismatch';
+if (outcome === 'match' && Number.isFinite(expiresAt) && Date.now() >= expiresAt - RELEASE_MARGIN_MS) {
+  outcome = 'expired';
+}
+
 return [{
   json: {
     ...ctx,
-    outcome: meta.lock_id === ctx.lock_id ? 'match' : 'mismatch',
+    outcome,
+    expires_at: meta.expires_at ?? null,
     holder_lock_id: meta.lock_id ?? 'unknown',
     holder_workflow_id: meta.workflow_id ?? 'unknown',
     holder_workflow_name: meta.workflow_name ?? 'unknown',
