@@ -9,13 +9,11 @@ from typing import Any, TypeVar
 
 import click
 
-from n8n_lockkit import (
-    __version__,
-    output,
-    plan,
-)
+from n8n_lockkit import __version__
+from n8n_lockkit.cli import output
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace import plan
+from n8n_lockkit.workspace.layout import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -7,12 +7,9 @@ from pathlib import Path
 
 import click
 
-from n8n_lockkit import (
-    envconfig,
-    lintconfig,
-    output,
-    validate,
-)
+from n8n_lockkit.check import lintconfig, validate
+from n8n_lockkit.check.rules import RULES
+from n8n_lockkit.cli import output
 from n8n_lockkit.cli.app import (
     AppContext,
     format_option,
@@ -20,7 +17,7 @@ from n8n_lockkit.cli.app import (
     pass_app,
 )
 from n8n_lockkit.errors import ExitCode
-from n8n_lockkit.rules import RULES
+from n8n_lockkit.workspace import envconfig
 
 
 @main.command("validate")

@@ -6,14 +6,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from n8n_lockkit import (
-    connection,
-    credentials,
-    envconfig,
-    output,
-    plan,
-    push,
-)
+from n8n_lockkit.cli import output
 from n8n_lockkit.cli.app import (
     AppContext,
     dry_run_option,
@@ -21,7 +14,9 @@ from n8n_lockkit.cli.app import (
     main,
     pass_app,
 )
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.remote import connection, credentials, push
+from n8n_lockkit.workspace import envconfig, plan
+from n8n_lockkit.workspace.layout import Workspace
 
 
 def _one_env(workspace: Workspace, env_name: str | None) -> envconfig.EnvFile:

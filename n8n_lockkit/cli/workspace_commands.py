@@ -7,12 +7,7 @@ from pathlib import Path
 
 import click
 
-from n8n_lockkit import (
-    envconfig,
-    installer,
-    output,
-    scaffold,
-)
+from n8n_lockkit.cli import output
 from n8n_lockkit.cli.app import (
     AppContext,
     apply_plan,
@@ -24,9 +19,11 @@ from n8n_lockkit.cli.app import (
     pass_app,
     poll_option,
 )
-from n8n_lockkit.primitives import PRIMITIVES, get_primitive
-from n8n_lockkit.render import RenderOptions
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.primitives import installer
+from n8n_lockkit.primitives.catalogue import PRIMITIVES, get_primitive
+from n8n_lockkit.primitives.render import RenderOptions
+from n8n_lockkit.workspace import envconfig, scaffold
+from n8n_lockkit.workspace.layout import Workspace
 
 
 @main.command()

@@ -6,10 +6,6 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from n8n_lockkit import (
-    envconfig,
-    rewrite,
-)
 from n8n_lockkit.cli.app import (
     AppContext,
     F,
@@ -20,7 +16,9 @@ from n8n_lockkit.cli.app import (
     main,
     pass_app,
 )
-from n8n_lockkit.wrap import ON_DENIED, LockConfig, RateLimitConfig
+from n8n_lockkit.rewrite import plans as rewrite
+from n8n_lockkit.rewrite.wrap import ON_DENIED, LockConfig, RateLimitConfig
+from n8n_lockkit.workspace import envconfig
 
 
 def workflow_key_option(f: F) -> F:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from n8n_lockkit.scaffold import env_text
+from n8n_lockkit.workspace.scaffold import env_text
 from tests.conftest import Invoke, explain, snapshot
 
 CORPUS = Path(__file__).parent.parent / "corpus"

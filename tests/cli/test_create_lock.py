@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_lockkit.scaffold import env_text
+from n8n_lockkit.workspace.scaffold import env_text
 from tests.conftest import Invoke, explain, snapshot
 
 ALL_FLAGS = ("--include-error-handler", "--include-rate-limit")

@@ -38,8 +38,8 @@ def test_python_dash_m_runs_the_cli() -> None:
 
 
 def test_bundled_example_envs_are_valid() -> None:
-    from n8n_lockkit.envconfig import load_env
-    from n8n_lockkit.workspace import Workspace
+    from n8n_lockkit.workspace.envconfig import load_env
+    from n8n_lockkit.workspace.layout import Workspace
 
     example = Workspace(ROOT)
     assert example.env_names(), "envs/ holds no example env"

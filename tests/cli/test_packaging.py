@@ -37,8 +37,8 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(tmp_path: Path) 
     assert "n8n_lockkit/schemas/env.schema.json" in names
 
     script = (
-        "from n8n_lockkit.primitives import PRIMITIVES\n"
-        "from n8n_lockkit.render import render_primitive, templates_dir\n"
+        "from n8n_lockkit.primitives.catalogue import PRIMITIVES\n"
+        "from n8n_lockkit.primitives.render import render_primitive, templates_dir\n"
         "print(templates_dir())\n"
         "print(sum(len(render_primitive(p)['nodes']) for p in PRIMITIVES.values()))\n"
     )

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from n8n_lockkit.envconfig import load_env
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
 from tests.cli.fake_n8n import API_KEY, BASE, FakeN8n
 from tests.conftest import Invoke, explain, snapshot
 

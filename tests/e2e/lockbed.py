@@ -23,8 +23,8 @@ import requests
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
-from n8n_lockkit.envconfig import load_env
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
 from tests.testbed.endpoints import N8nInstance
 
 CALLERS = Path(__file__).parent / "workflows"

@@ -16,8 +16,8 @@ import redis
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
-from n8n_lockkit.envconfig import load_env
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
 from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, wait_until
 from tests.testbed.client import N8nClient
 from tests.testbed.endpoints import N8nInstance

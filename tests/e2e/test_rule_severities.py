@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from n8n_lockkit.findings import Severity
-from n8n_lockkit.push_items import SENT_FIELDS
-from n8n_lockkit.rules import RULES
+from n8n_lockkit.check.findings import Severity
+from n8n_lockkit.check.rules import RULES
+from n8n_lockkit.remote.push_items import SENT_FIELDS
 from tests.testbed.client import N8nApiError, N8nClient
 from tests.testbed.endpoints import N8nInstance
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import redis
 import requests
 
-from n8n_lockkit.envconfig import load_env
-from n8n_lockkit.plan import Plan, apply
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.plan import Plan, apply
 
 from .endpoints import N8nInstance
 from .session import running_testbed

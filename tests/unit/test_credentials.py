@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_lockkit.credentials import RedisSettings, redis_data
 from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.remote.credentials import RedisSettings, redis_data
 
 SCHEMA_2_41 = {
     "additionalProperties": False,

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from n8n_lockkit.envconfig import load_env, select_envs
 from n8n_lockkit.errors import EnvError, EnvSelectionError
-from n8n_lockkit.scaffold import env_text
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.envconfig import load_env, select_envs
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.scaffold import env_text
 
 
 def make(tmp_path: Path, envs: dict[str, str]) -> Workspace:

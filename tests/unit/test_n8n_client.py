@@ -6,7 +6,7 @@ import pytest
 import responses
 
 from n8n_lockkit.errors import ExitCode, RemoteError
-from n8n_lockkit.n8n_client import (
+from n8n_lockkit.remote.n8n_client import (
     N8nAuthError,
     N8nClient,
     N8nNotFound,

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from n8n_lockkit.errors import PlaceholderError
-from n8n_lockkit.placeholders import find_paths, resolve_text, unresolved
+from n8n_lockkit.workspace.placeholders import find_paths, resolve_text, unresolved
 
 ENV = {
     "credentials": {"redis": {"id": "cred1", "name": 'Redis "main"'}},

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from n8n_lockkit.errors import WriteError
-from n8n_lockkit.plan import Action, FileChange, Plan, apply
+from n8n_lockkit.workspace.plan import Action, FileChange, Plan, apply
 
 
 def test_actions() -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from n8n_lockkit.errors import LockkitError, PlaceholderError
-from n8n_lockkit.push import Outcome, PushFailed, PushResult, raise_for_failures
-from n8n_lockkit.push_compare import credential_matches, draft_pending, holds, is_subset
-from n8n_lockkit.push_items import (
+from n8n_lockkit.remote.push import Outcome, PushFailed, PushResult, raise_for_failures
+from n8n_lockkit.remote.push_compare import credential_matches, draft_pending, holds, is_subset
+from n8n_lockkit.remote.push_items import (
     PushItem,
     activatable,
     only_internal_triggers,
@@ -17,7 +17,7 @@ from n8n_lockkit.push_items import (
     request_body,
     webhooks,
 )
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.layout import Workspace
 
 
 def item(key: str, refs: tuple[str, ...] = (), extra: str = "") -> PushItem:

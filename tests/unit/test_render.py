@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from n8n_lockkit.check.rules.base import CODE, MARKER, REDIS, code_of
+from n8n_lockkit.check.validate import check_workflow
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import PRIMITIVES, Primitive
-from n8n_lockkit.render import RenderOptions, dump_workflow, render_primitive
-from n8n_lockkit.rules.base import CODE, MARKER, REDIS, code_of
-from n8n_lockkit.validate import check_workflow
+from n8n_lockkit.primitives.catalogue import PRIMITIVES, Primitive
+from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
 from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "golden"

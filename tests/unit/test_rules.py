@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from n8n_lockkit.findings import Severity
-from n8n_lockkit.rules import RULES, Rule, WorkflowContext
-from n8n_lockkit.rules.jsstring import decode_js_string
-from n8n_lockkit.validate import check_workflow, parse_workflow
+from n8n_lockkit.check.findings import Severity
+from n8n_lockkit.check.rules import RULES, Rule, WorkflowContext
+from n8n_lockkit.check.rules.jsstring import decode_js_string
+from n8n_lockkit.check.validate import check_workflow, parse_workflow
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "rules"
 CASES = sorted(p for p in FIXTURES.glob("*/*.json") if not p.name.endswith(".case.json"))

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from n8n_lockkit import graph
-from n8n_lockkit.render import dump_workflow
-from n8n_lockkit.unwrap import read_configs, unwrap
-from n8n_lockkit.validate import check_workflow
-from n8n_lockkit.wrap import HANDLER_ID, LockConfig, RateLimitConfig, WrapError, wrap
+from n8n_lockkit.check.validate import check_workflow
+from n8n_lockkit.primitives.render import dump_workflow
+from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
+from n8n_lockkit.rewrite.wrap import HANDLER_ID, LockConfig, RateLimitConfig, WrapError, wrap
 from tests.conftest import assert_golden
 
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from n8n_lockkit.errors import EnvError
-from n8n_lockkit.yamlfile import YamlDocument
+from n8n_lockkit.workspace.yamlfile import YamlDocument
 
 STYLES = {
     "init-style": (

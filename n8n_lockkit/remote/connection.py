@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.n8n_client import N8nClient
+from n8n_lockkit.remote.n8n_client import N8nClient
+from n8n_lockkit.workspace.envconfig import EnvFile
 
 
 def api_key(env: EnvFile) -> str:

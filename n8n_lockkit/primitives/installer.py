@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from n8n_lockkit.envconfig import EnvFile
-from n8n_lockkit.plan import Action, FileChange, Plan, read_text_or_none
-from n8n_lockkit.primitives import (
+from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
     LOCK_ACQUISITION,
     LOCK_RELEASE,
@@ -14,8 +12,10 @@ from n8n_lockkit.primitives import (
     RATE_LIMIT,
     Primitive,
 )
-from n8n_lockkit.render import RenderOptions, dump_workflow, render_primitive
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
+from n8n_lockkit.workspace.envconfig import EnvFile
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.plan import Action, FileChange, Plan, read_text_or_none
 
 
 def primitive_change(

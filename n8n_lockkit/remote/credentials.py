@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.n8n_client import N8nClient
+from n8n_lockkit.remote.n8n_client import N8nClient
+from n8n_lockkit.workspace.envconfig import EnvFile
 
 
 @dataclass(frozen=True)

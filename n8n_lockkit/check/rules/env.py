@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from n8n_lockkit import placeholders
-from n8n_lockkit.rules.base import Problem, WorkflowContext, strings_in
+from n8n_lockkit.check.rules.base import Problem, WorkflowContext, strings_in
+from n8n_lockkit.workspace import placeholders
 
 
 def placeholders_resolve(ctx: WorkflowContext) -> Iterator[Problem]:

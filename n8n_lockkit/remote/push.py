@@ -17,17 +17,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import RemoteError, WorkflowFileError
-from n8n_lockkit.n8n_client import (
+from n8n_lockkit.remote.n8n_client import (
     N8nClient,
     N8nNotFound,
     N8nRejected,
     N8nServerError,
     WebhookNotLive,
 )
-from n8n_lockkit.push_compare import RUNTIME_FIELDS, draft_pending, holds, is_live
-from n8n_lockkit.push_items import (
+from n8n_lockkit.remote.push_compare import RUNTIME_FIELDS, draft_pending, holds, is_live
+from n8n_lockkit.remote.push_items import (
     PushItem,
     activatable,
     load_items,
@@ -37,7 +36,8 @@ from n8n_lockkit.push_items import (
     request_body,
     webhooks,
 )
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.workspace.envconfig import EnvFile
+from n8n_lockkit.workspace.layout import Workspace
 
 NEW_ID = "<new>"
 # How n8n 1.x refuses to activate a workflow n8n itself starts (it runs it unpublished).

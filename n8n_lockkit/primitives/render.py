@@ -11,9 +11,9 @@ from typing import Any
 
 import jinja2
 
-from n8n_lockkit import keys
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import Primitive
+from n8n_lockkit.primitives import keys
+from n8n_lockkit.primitives.catalogue import Primitive
 
 # Node ids are uuid5 of primitive + node ident, so a re-render diffs cleanly.
 _NODE_ID_NAMESPACE = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
@@ -40,10 +40,11 @@ class RenderOptions:
 
 def templates_dir() -> Path:
     """Inside an installed wheel, or the top-level `templates/` of a source checkout."""
-    packaged = Path(__file__).parent / "templates"
+    package = Path(__file__).parents[1]
+    packaged = package / "templates"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).parent.parent / "templates"
+    return package.parent / "templates"
 
 
 @cache

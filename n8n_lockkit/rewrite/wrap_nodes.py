@@ -10,7 +10,7 @@ import re
 import uuid
 from typing import Any
 
-from n8n_lockkit.graph import Node
+from n8n_lockkit.rewrite.graph import Node
 
 MARK = "n8nlock:"
 _NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from n8n_lockkit.rules.base import (
+from n8n_lockkit.check.rules.base import (
     CODE,
     DEPRECATED_CODE,
     MARKER,

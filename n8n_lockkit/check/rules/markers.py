@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from n8n_lockkit.rules.base import (
+from n8n_lockkit.check.rules.base import (
     CODE,
     MARKER,
     Problem,

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from n8n_lockkit.check.rules import RULE_IDS
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.rules import RULE_IDS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from n8n_lockkit.rules.base import (
+from n8n_lockkit.check.rules.base import (
     CODE,
     ERROR_TRIGGER,
     IF,

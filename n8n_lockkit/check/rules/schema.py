@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from n8n_lockkit.rules.base import Problem, WorkflowContext
+from n8n_lockkit.check.rules.base import Problem, WorkflowContext
 
 _JSON_TYPES = {
     dict: "an object",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from n8n_lockkit.plan import FileChange, Plan, read_text_or_none
-from n8n_lockkit.workspace import ENVS_DIR, WORKFLOWS_DIR, check_name
+from n8n_lockkit.workspace.layout import ENVS_DIR, WORKFLOWS_DIR, check_name
+from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none
 
 DEFAULT_URL = "http://127.0.0.1:5678"
 

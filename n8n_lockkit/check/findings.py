@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 
 class Severity(str, enum.Enum):
@@ -37,15 +35,3 @@ class Finding:
             "message": self.message,
             "hint": self.hint,
         }
-
-
-def json_path(parts: Sequence[Any]) -> str:
-    out = "$"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif str(part).isidentifier():
-            out += f".{part}"
-        else:
-            out += "[" + repr(str(part)) + "]"
-    return out

@@ -8,9 +8,9 @@ runtime (the facts are in each rule's module).
 
 from __future__ import annotations
 
-from n8n_lockkit.findings import Severity
-from n8n_lockkit.rules import code, env, hygiene, markers, schema, structure
-from n8n_lockkit.rules.base import Problem, Rule, WorkflowContext
+from n8n_lockkit.check.findings import Severity
+from n8n_lockkit.check.rules import code, env, hygiene, markers, schema, structure
+from n8n_lockkit.check.rules.base import Problem, Rule, WorkflowContext
 
 ERROR = Severity.ERROR
 WARNING = Severity.WARNING

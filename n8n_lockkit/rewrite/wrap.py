@@ -24,10 +24,10 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from n8n_lockkit import graph
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.graph import Entry, Node, Workflow, link
-from n8n_lockkit.wrap_nodes import (
+from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
+from n8n_lockkit.rewrite.wrap_nodes import (
     DENIAL,
     acquired,
     call,

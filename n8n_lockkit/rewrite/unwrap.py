@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from n8n_lockkit import graph
-from n8n_lockkit.graph import Workflow
-from n8n_lockkit.wrap import (
+from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite.graph import Workflow
+from n8n_lockkit.rewrite.wrap import (
     HANDLER_ID,
     LOCK_SHIFT,
     RATE_SHIFT,
@@ -15,7 +15,7 @@ from n8n_lockkit.wrap import (
     RateLimitConfig,
     WrapError,
 )
-from n8n_lockkit.wrap_nodes import role_of
+from n8n_lockkit.rewrite.wrap_nodes import role_of
 
 _CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
 

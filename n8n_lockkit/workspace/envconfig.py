@@ -12,10 +12,10 @@ import jsonschema
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from n8n_lockkit.errors import EnvError, EnvSelectionError
-from n8n_lockkit.findings import json_path
-from n8n_lockkit.plan import FileChange
-from n8n_lockkit.workspace import Workspace
-from n8n_lockkit.yamlfile import YamlDocument, to_plain
+from n8n_lockkit.jsonpath import json_path
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.plan import FileChange
+from n8n_lockkit.workspace.yamlfile import YamlDocument, to_plain
 
 
 def _schema() -> dict[str, Any]:

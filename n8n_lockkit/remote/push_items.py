@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit import graph, placeholders
 from n8n_lockkit.errors import LockkitError, PlaceholderError, WorkflowFileError
-from n8n_lockkit.workspace import Workspace, workflow_key
+from n8n_lockkit.rewrite import graph
+from n8n_lockkit.workspace import placeholders
+from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 # What the public API accepts on create and update; everything else in a file is dropped.
 SENT_FIELDS = ("name", "nodes", "connections", "settings", "staticData")

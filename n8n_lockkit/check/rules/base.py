@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from n8n_lockkit.findings import Severity
-from n8n_lockkit.primitives import PRIMITIVES
+from n8n_lockkit.check.findings import Severity
+from n8n_lockkit.primitives.catalogue import PRIMITIVES
 
 MARKER = "// @n8n-evol-I:primitive"
 

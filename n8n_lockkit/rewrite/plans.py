@@ -8,22 +8,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit import graph
-from n8n_lockkit.envconfig import EnvFile
 from n8n_lockkit.errors import LockkitError, WorkflowFileError
-from n8n_lockkit.plan import FileChange, Plan, read_text_or_none
-from n8n_lockkit.primitives import (
+from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
     LOCK_ACQUISITION,
     LOCK_RELEASE,
     LOCK_RENEW,
     RATE_LIMIT,
 )
-from n8n_lockkit.render import dump_workflow
-from n8n_lockkit.scope import parse_scope
-from n8n_lockkit.unwrap import read_configs, unwrap
-from n8n_lockkit.workspace import Workspace, workflow_key
-from n8n_lockkit.wrap import LockConfig, RateLimitConfig, wrap
+from n8n_lockkit.primitives.render import dump_workflow
+from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite.scope import parse_scope
+from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
+from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, wrap
+from n8n_lockkit.workspace.envconfig import EnvFile
+from n8n_lockkit.workspace.layout import Workspace, workflow_key
+from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none
 
 
 def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:

@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
+from n8n_lockkit.check.findings import Severity
+from n8n_lockkit.check.validate import Report
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.findings import Severity
-from n8n_lockkit.plan import Action, FileChange, Plan
-from n8n_lockkit.push import PushResult
-from n8n_lockkit.validate import Report
-from n8n_lockkit.workspace import Workspace
+from n8n_lockkit.remote.push import PushResult
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.plan import Action, FileChange, Plan
 
 _VERB_COLOURS = {
     Action.CREATE: "green",

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from n8n_lockkit.rules.base import (
+from n8n_lockkit.check.rules.base import (
     NODE_KEYS,
     SETTINGS_KEYS,
     SETTINGS_TYPES,
@@ -22,7 +22,7 @@ from n8n_lockkit.rules.base import (
     parameters_of,
     strings_in,
 )
-from n8n_lockkit.rules.jsstring import decode_js_string
+from n8n_lockkit.check.rules.jsstring import decode_js_string
 
 # A string literal in JavaScript: quoted, with backslash escapes (a template literal only
 # without `${…}`, whose value we cannot know).

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from n8n_lockkit.check.findings import Finding, Severity
+from n8n_lockkit.check.lintconfig import LintSettings
+from n8n_lockkit.check.rules import RULE_IDS, RULES, Rule, WorkflowContext
 from n8n_lockkit.errors import WorkflowFileError
-from n8n_lockkit.findings import Finding, Severity, json_path
-from n8n_lockkit.lintconfig import LintSettings
-from n8n_lockkit.rules import RULE_IDS, RULES, Rule, WorkflowContext
-from n8n_lockkit.workspace import Workspace, workflow_key
+from n8n_lockkit.jsonpath import json_path
+from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 _RULE_BY_ID = {rule.id: rule for rule in RULES}
 

@@ -1,0 +1,4 @@
+"""The workspace.
+
+Its folders, env files (YAML kept as written), placeholders and atomic file plans.
+"""
