@@ -18,6 +18,12 @@ from tests.e2e.lockbed import REGISTERED_SCOPE, Call, LockBed, run_cli, wait_unt
 MARGIN = 2.5  # n8n's own overhead per call on a 2-core machine, with room to spare
 
 
+def stat(lockbed: LockBed, metric: str, scope: str) -> int:
+    """What the primitives counted for `metric` of `scope`, over every hour kept."""
+    keys = lockbed.redis.scan_iter(match=f"n8nlock:stats:*:{metric}:{scope}")
+    return sum(int(lockbed.redis.get(key) or 0) for key in keys)
+
+
 def acquired(call: Call) -> dict[str, Any]:
     assert call.status == 200 and isinstance(call.body, dict), call
     assert call.body.get("acquire", {}).get("acquired") is True, call.body
@@ -46,6 +52,11 @@ def test_l01_uncontended_acquire_and_release_leave_no_lock_behind(
     assert lockbed.redis.hgetall(index_key) == {unique_name: acquire["lock_id"]}
     assert 3600 < lockbed.redis.ttl(index_key) <= 3600 + 60
     assert [e["event"] for e in lockbed.sink(unique_name)] == ["start", "end"]
+    assert stat(lockbed, "acquired", unique_name) == 1
+    assert stat(lockbed, "waited", unique_name) == 0
+    assert (
+        stat(lockbed, "wait_le_0.1", unique_name) + stat(lockbed, "wait_le_0.5", unique_name) == 1
+    )
 
 
 def test_l02_fail_fast_on_a_held_lock_stops_with_the_seed_message(
@@ -59,6 +70,7 @@ def test_l02_fail_fast_on_a_held_lock_stops_with_the_seed_message(
         "Caller passed wait_till_lock_released=false.",
     }
     assert call.seconds < MARGIN
+    assert stat(lockbed, "busy", unique_name) == 1
 
 
 def test_l03_ten_concurrent_holders_never_overlap(lockbed: LockBed, unique_name: str) -> None:
@@ -75,6 +87,8 @@ def test_l03_ten_concurrent_holders_never_overlap(lockbed: LockBed, unique_name:
     overlaps = [(a, b) for a, b in itertools.pairwise(intervals) if b[0] < a[1]]
     assert overlaps == [], f"overlapping critical sections: {overlaps}"
     assert wall > 10 * 0.3, "the calls ran one after another: contention was not real"
+    assert stat(lockbed, "acquired", unique_name) == 10
+    assert stat(lockbed, "waited", unique_name) >= 8  # all but the first (or two, in a race)
     fences = sorted(c.body["acquire"]["fence"] for c in calls)
     assert fences == list(range(1, 11))
 
@@ -87,6 +101,7 @@ def test_l05_max_wait_timeout_fires_on_time(lockbed: LockBed, unique_name: str) 
         "error": f"Lock acquisition timed out after 3s waiting for scope '{unique_name}'.",
     }
     assert 3 <= call.seconds <= 3 + lockbed.poll + MARGIN, call.seconds
+    assert stat(lockbed, "timeout", unique_name) == 1
 
 
 def test_l07_a_holder_that_never_releases_expires_after_its_ttl(
@@ -184,6 +199,7 @@ def test_l12b_a_dynamic_scope_heals_within_seconds_after_a_failure(
     acquired(lockbed.lock(unique_name))
     assert time.monotonic() - started < MARGIN, "the next call for the scope waited"
     print(f"healed {healed:.2f} s after the failed call answered")
+    assert stat(lockbed, "healed", unique_name) == 1
 
 
 def test_l12c_both_scopes_of_a_failed_execution_heal_and_no_other_lock_is_touched(
