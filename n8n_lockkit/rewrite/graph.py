@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from n8n_lockkit.rewrite import node_types
@@ -213,8 +214,10 @@ def normalise(workflow: Workflow) -> None:
                 by_kind[kind] = [[] if links is None else links for links in outputs_ or []]
         if isinstance(by_kind.get("main"), list):
             by_kind["main"] = trim_outputs(by_kind["main"])
-            if not by_kind["main"] and len(by_kind) == 1:
-                del conns[name]
+            if not by_kind["main"]:
+                del by_kind["main"]
+        if not by_kind:
+            del conns[name]
 
 
 def shift_body(workflow: Workflow, dx: int) -> None:
@@ -222,4 +225,12 @@ def shift_body(workflow: Workflow, dx: int) -> None:
     starts = {n["name"] for n in triggers(workflow)}
     for node in nodes(workflow):
         if not is_trigger(node) and node["name"] not in starts and "position" in node:
-            node["position"] = [node["position"][0] + dx, node["position"][1]]
+            node["position"] = [_shifted(node["position"][0], dx), node["position"][1]]
+
+
+def _shifted(x: Any, dx: int) -> Any:
+    """x + dx, exactly as the editor wrote x: float sums round (123.456 + 440 - 440 is not
+    123.456), so unwrap's shift back would not restore the position."""
+    if isinstance(x, float):
+        return float(Decimal(repr(x)) + dx)
+    return x + dx

@@ -134,4 +134,6 @@ def unwrap(workflow: Workflow) -> Workflow:
     settings = _settings(result)
     if settings.get("errorWorkflow") == HANDLER_ID:
         del settings["errorWorkflow"]
+        if not settings:
+            del result["settings"]  # wrap made it for the handler; n8n reads none as {}
     return result

@@ -283,3 +283,15 @@ def test_renewal_before_an_unknown_node_is_refused() -> None:
     config = LockConfig(LOCK.scope, 120, 60, renew_before=("Nope",))
     with pytest.raises(WrapError, match="--renew-before 'Nope': the workflow has no such"):
         wrap(load("batch_loop"), "batch_loop", config, None)
+
+
+def test_unwrap_restores_what_the_public_corpus_showed_drifting() -> None:
+    body = load("code_heavy")
+    del body["settings"]  # exports without settings: wrap adds them for the handler only
+    body["nodes"][1]["position"] = [123.456, 80.5]  # float sums would round on the way back
+    body["connections"]["Parse"]["ai_tool"] = [[]]  # an AI-style kind beside main
+    wrapped = wrap(body, "code_heavy", LOCK, RATE)
+    restored = unwrap(wrapped)
+    assert "settings" not in restored
+    assert restored["nodes"][1]["position"] == [123.456, 80.5]
+    assert restored == wrap(body, "code_heavy", None, None)
