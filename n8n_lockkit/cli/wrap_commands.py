@@ -50,9 +50,9 @@ def scope_option(what: str) -> Callable[[F], F]:
 @click.option(
     "--ttl-seconds",
     type=click.IntRange(1),
-    default=86400,
-    show_default=True,
-    help="How long a lock lives if its holder never releases it.",
+    default=None,
+    help="How long a lock lives if its holder never releases it. Default: the workflow's "
+    "settings.executionTimeout + 60 s, else 3600 s.",
 )
 @click.option(
     "--max-wait-seconds",
@@ -84,7 +84,7 @@ def add_lock_to_workflow(
     app: AppContext,
     workflow_key: str,
     scope: str,
-    ttl_seconds: int,
+    ttl_seconds: int | None,
     max_wait_seconds: int,
     fail_fast: bool,
     lock_on_error: bool,

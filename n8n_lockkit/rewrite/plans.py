@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,42 @@ def _at_least_one(**values: int) -> None:
             raise LockkitError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
 
 
+# Without a timeout to go by: long enough for most bodies, short enough that a lock left by a
+# crash heals within the hour even without `reap`. Longer bodies renew (--renew-before).
+DEFAULT_TTL_SECONDS = 3600
+TIMEOUT_MARGIN_SECONDS = 60
+
+
+def default_ttl(workflow: dict[str, Any]) -> tuple[int, str]:
+    """The TTL for a lock around this workflow when none is given, and where it came from.
+
+    n8n stops an execution after `settings.executionTimeout` seconds, so the lock need not
+    outlive that (plus a margin for the release to run)."""
+    settings = workflow.get("settings")
+    timeout = settings.get("executionTimeout") if isinstance(settings, dict) else None
+    if isinstance(timeout, int) and not isinstance(timeout, bool) and timeout > 0:
+        ttl = timeout + TIMEOUT_MARGIN_SECONDS
+        return ttl, f"settings.executionTimeout ({timeout} s) + {TIMEOUT_MARGIN_SECONDS} s"
+    return DEFAULT_TTL_SECONDS, "the default (the workflow sets no executionTimeout)"
+
+
 def plan_add_lock(
     workspace: Workspace, key: str, config: LockConfig, envs: Sequence[EnvFile]
 ) -> Plan:
+    """The workflow wrapped in `config`'s lock; a `ttl_seconds` of None takes `default_ttl`."""
+    path, text, workflow = load_workflow(workspace, key)
+    messages: list[str] = []
+    existing, _ = read_configs(workflow)
+    if config.ttl_seconds is None and existing is not None:
+        config = replace(config, ttl_seconds=existing.ttl_seconds)  # keeps what it had
+    elif config.ttl_seconds is None:
+        ttl, source = default_ttl(unwrap(workflow))
+        config = replace(config, ttl_seconds=ttl)
+        messages.append(
+            f"lock TTL {ttl} s, from {source}: a body that runs longer must renew the lock "
+            "(--renew-before NODE) or pass --ttl-seconds"
+        )
+    assert config.ttl_seconds is not None
     _at_least_one(ttl_seconds=config.ttl_seconds, max_wait_seconds=config.max_wait_seconds)
     scope = parse_scope(config.scope)
     needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key]
@@ -94,11 +128,10 @@ def plan_add_lock(
         needed.append(LOCK_RENEW.key)
         how += " --include-renew"
     _require(workspace, envs, needed, how)
-    path, text, workflow = load_workflow(workspace, key)
     _, rate = read_configs(workflow)
     body = unwrap(workflow)
     wrapped = wrap(body, key, config, rate)
-    messages = _unknown_entries(body)
+    messages += _unknown_entries(body)
     if scope.static is not None:
         for env in envs:
             env.add_lock_scope(scope.static)

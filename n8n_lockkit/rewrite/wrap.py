@@ -57,7 +57,7 @@ ON_DENIED = ("passthrough", "stop", "error")
 @dataclass(frozen=True)
 class LockConfig:
     scope: str
-    ttl_seconds: int = 86400
+    ttl_seconds: int | None = 86400  # None: add-lock-to-workflow picks it from the workflow
     max_wait_seconds: int = 86400
     fail_fast: bool = False
     lock_on_error: bool = False

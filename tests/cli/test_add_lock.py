@@ -279,3 +279,37 @@ def test_an_odd_file_gets_one_error_and_a_hint_never_a_traceback(
     lines = result.stderr.splitlines()
     assert lines[0].startswith("Error: ") and lines[1].startswith("Hint: "), explain(result)
     assert snapshot(locked) == before
+
+
+def test_the_ttl_defaults_to_the_execution_timeout_plus_a_margin(
+    locked: Path, invoke: Invoke
+) -> None:
+    path = locked / "workflows" / "code_heavy.template.json"
+    data = json.loads(path.read_text())
+    data["settings"]["executionTimeout"] = 300
+    path.write_text(json.dumps(data))
+    result = add_lock(invoke, locked, "code_heavy", "invoices")
+    assert result.exit_code == 0, explain(result)
+    assert "lock TTL 360 s, from settings.executionTimeout (300 s) + 60 s" in result.stderr
+    assert acquire_values(locked, "code_heavy")["ttl_seconds"] == 360
+
+
+def test_without_a_timeout_the_ttl_is_an_hour_and_a_rerun_keeps_the_ttl_it_has(
+    locked: Path, invoke: Invoke
+) -> None:
+    result = add_lock(invoke, locked, "order_update", "orders")
+    assert result.exit_code == 0, explain(result)
+    assert "lock TTL 3600 s, from the default" in result.stderr
+    assert acquire_values(locked, "order_update")["ttl_seconds"] == 3600
+    assert add_lock(invoke, locked, "order_update", "orders", "--ttl-seconds", "90").exit_code == 0
+    again = add_lock(invoke, locked, "order_update", "orders", "--fail-fast")
+    assert again.exit_code == 0, explain(again)
+    assert acquire_values(locked, "order_update")["ttl_seconds"] == 90
+    assert "lock TTL" not in again.stderr
+
+
+def acquire_values(root: Path, key: str) -> dict[str, object]:
+    nodes = workflow(root, key)["nodes"]
+    acquire = next(n for n in nodes if n["name"] == "Lock Acquire")  # type: ignore[attr-defined]
+    values: dict[str, object] = acquire["parameters"]["workflowInputs"]["value"]
+    return values
