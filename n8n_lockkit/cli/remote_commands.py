@@ -19,7 +19,7 @@ from n8n_lockkit.workspace import envconfig, plan
 from n8n_lockkit.workspace.layout import Workspace
 
 
-def _one_env(workspace: Workspace, env_name: str | None) -> envconfig.EnvFile:
+def one_env(workspace: Workspace, env_name: str | None) -> envconfig.EnvFile:
     return envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
 
 
@@ -89,7 +89,7 @@ def push_command(
         n8nlock push --env dev --activate orders
     """
     workspace = app.workspace()
-    env = _one_env(workspace, env_name)
+    env = one_env(workspace, env_name)
     client = connection.client_for(env)
     pusher = push.Pusher(
         workspace,
@@ -117,7 +117,11 @@ def push_command(
     metavar="NAME",
     help="Env to record the credential in. Optional with exactly one env.",
 )
-@click.option("--host", help="Redis host as n8n reaches it (required unless --link).")
+@click.option(
+    "--host",
+    help="Redis host as n8n reaches it (required unless --link; with --link, it records "
+    "where Redis is for the operator commands).",
+)
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=6379, show_default=True, help="Redis port."
 )
@@ -166,18 +170,22 @@ def redis_credential(
     """Create (or link) the Redis credential the primitives use.
 
     The fields are shaped by n8n's own schema for the credential type; the id and name
-    are recorded under credentials.redis in the env file.
+    are recorded under credentials.redis in the env file. The address (host, port,
+    database, TLS, user and the name of the password variable, never the password) is
+    recorded under redis: for `n8nlock locks`, `release`, `reap` and `stats`. With --link,
+    pass the same --host/--port/... options to record it too.
 
     \b
     Example:
         export REDIS_PASSWORD=...
         n8nlock redis-credential --env dev --host redis.internal --password-env REDIS_PASSWORD
-        n8nlock redis-credential --env prod --link 7fQx2AbCdEf --name "Redis prod"
+        n8nlock redis-credential --env prod --link 7fQx2AbCdEf --name "Redis prod" \\
+            --host redis.prod --password-env REDIS_PASSWORD
     """
     if not link_id and not host:
         raise click.UsageError("--host is required to create a credential (or use --link ID)")
     workspace = app.workspace()
-    env = _one_env(workspace, env_name)
+    env = one_env(workspace, env_name)
     settings = credentials.RedisSettings(host or "", port, database, user, password_env, ssl)
     outcome = credentials.ensure_redis(
         env,
@@ -192,3 +200,13 @@ def redis_credential(
     output.progress(
         outcome.action, f"credentials.redis = {outcome.credential_id} in envs/{env.name}.yml"
     )
+    if outcome.address == "record":
+        output.progress(
+            "record", f"redis = {settings.host}:{port}/{database} in envs/{env.name}.yml"
+        )
+    elif outcome.address == "missing":
+        output.warn(
+            "where Redis is was not recorded, so `n8nlock locks`, `release`, `reap` and `stats` "
+            "cannot reach it: run this again with --host H [--port P] [--database N] [--ssl] "
+            "[--password-env VAR], or give those commands --redis-url"
+        )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,31 @@ class RedisSettings:
                 hint=f"export {self.password_env}=… (the password never goes in a file)",
             )
         return os.environ[self.password_env]
+
+    def as_record(self) -> dict[str, Any]:
+        """The env file's `redis:` record: where Redis is, and never the password itself."""
+        record: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "database": self.database,
+            "ssl": self.ssl,
+        }
+        if self.user:
+            record["user"] = self.user
+        if self.password_env:
+            record["passwordEnv"] = self.password_env
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RedisSettings:
+        return cls(
+            host=str(record["host"]),
+            port=int(record.get("port", 6379)),
+            database=int(record.get("database", 0)),
+            user=str(record.get("user", "")),
+            password_env=record.get("passwordEnv") or None,
+            ssl=bool(record.get("ssl", False)),
+        )
 
 
 _DEFAULTS = {"string": "", "number": 0, "integer": 0, "boolean": False}
@@ -76,10 +101,13 @@ def create_redis(client: N8nClient, name: str, settings: RedisSettings) -> str:
 class Outcome:
     action: str  # create | link | identical
     credential_id: str
+    # The `redis:` address record: "record" when written now, "identical" when it already
+    # said this, "missing" when nothing says where Redis is (a --link without --host).
+    address: str = "identical"
 
     @property
     def changed(self) -> bool:
-        return self.action != "identical"
+        return self.action != "identical" or self.address == "record"
 
 
 def ensure_redis(
@@ -91,18 +119,28 @@ def ensure_redis(
     replace: bool,
     connect: Callable[[EnvFile], N8nClient],
 ) -> Outcome:
-    """Record a linked id, keep a recorded one, or create the credential on n8n."""
+    """Record a linked id, keep a recorded one, or create the credential on n8n.
+
+    With a host, the address is recorded under `redis:` too, for the operator commands.
+    """
     current = ((env.data.get("credentials") or {}).get("redis") or {}).get("id")
+    address = _record_address(env, settings)
     if link_id:
-        outcome = Outcome("link", link_id)
+        action, credential_id = "link", link_id
     elif current and not replace:
-        return Outcome("identical", str(current))
+        return Outcome("identical", str(current), address)
     else:
         settings.password()  # a missing variable stops us before anything is sent
         client = connect(env)
         try:
-            outcome = Outcome("create", create_redis(client, name, settings))
+            action, credential_id = "create", create_redis(client, name, settings)
         finally:
             client.close()
-    env.record_credential("redis", outcome.credential_id, name)
-    return outcome
+    env.record_credential("redis", credential_id, name)
+    return Outcome(action, credential_id, address)
+
+
+def _record_address(env: EnvFile, settings: RedisSettings) -> str:
+    if not settings.host:
+        return "identical" if env.redis_address() else "missing"
+    return "record" if env.record_redis_address(settings.as_record()) else "identical"

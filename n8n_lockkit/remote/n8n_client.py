@@ -134,6 +134,20 @@ class N8nClient:
             hint="the workflow is published; check n8n's log for a webhook path conflict",
         )
 
+    # executions
+    def get_execution(self, execution_id: str) -> dict[str, Any]:
+        """One execution's summary (`status`, `workflowId`, …), without its data.
+
+        Raises N8nNotFound when n8n has no such execution (finished and pruned, or deleted).
+        Ask per id: the list endpoint has left out `waiting` executions (n8n issue #14748).
+        """
+        return self._json(
+            "GET",
+            f"/executions/{execution_id}",
+            params={"includeData": "false"},
+            what=f"execution {execution_id}",
+        )
+
     # credentials
     def credential_schema(self, credential_type: str) -> dict[str, Any]:
         return self._json(
@@ -199,7 +213,7 @@ class N8nClient:
             raise N8nAuthError(
                 f"n8n refused the API key ({status}: {message})",
                 hint="check the key in the variable the env's n8n.apiKeyEnv names; it needs "
-                "the workflow and credential scopes",
+                "the workflow, credential and execution scopes",
             )
         if status == 404:
             raise N8nNotFound(f"n8n has no {what} ({method} {path}: 404 {message})")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -69,6 +69,26 @@ class EnvFile:
             credentials[kind] = entry
         entry["id"] = credential_id
         entry["name"] = display_name
+
+    def redis_address(self) -> dict[str, Any] | None:
+        """The `redis:` record (host, port, database, ssl, user, passwordEnv), if any."""
+        record = self.data.get("redis")
+        return dict(record) if isinstance(record, dict) else None
+
+    def record_redis_address(self, record: Mapping[str, Any]) -> bool:
+        """Set `redis:` to `record` (one flow-style line after `credentials:`); True if changed."""
+        if self.redis_address() == dict(record):
+            return False
+        entry = CommentedMap(record)
+        entry.fa.set_flow_style()
+        data = self.document.data
+        if "redis" in data:
+            data["redis"] = entry
+        else:
+            keys = list(data)
+            position = keys.index("credentials") + 1 if "credentials" in keys else len(keys)
+            data.insert(position, "redis", entry)
+        return True
 
     def ensure_lock_scopes(self) -> None:
         if not isinstance(self.document.get(("lockScopes",)), list):

@@ -3,18 +3,26 @@
 The skills are read in SKILL_ORDER; each ```sh line runs in bash, in one workspace, with the
 variables the skills name (N8N_URL, N8N_API_KEY, REDIS_HOST, REDIS_PORT). After `n8nlock
 init`, the workflows the skills talk about are put into the new workspace, as a user would
-export them from n8n.
+export them from n8n. Before the operate-locks skill, Redis holds the two locks it talks about,
+as executions of `orders` that crashed and were pruned from n8n leave them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import redis
+
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
 from tests.testbed.endpoints import N8nInstance
 
 ROOT = Path(__file__).parent.parent.parent
@@ -26,7 +34,10 @@ SKILL_ORDER = [
     "n8nlock-validate-in-ci",
     "n8nlock-push-and-credentials",
     "n8nlock-locking-pattern",
+    "n8nlock-operate-locks",
 ]
+# The locks the operate-locks skill shows, releases and reaps.
+STUCK_SCOPES = ("order-1001", "order-1002")
 EXPORTED = {"orders": "order_update", "invoices": "code_heavy", "enrich": "merge_branches"}
 
 
@@ -44,21 +55,56 @@ def export_workflows(workspace: Path) -> None:
         )
 
 
+def leave_stuck_locks(redis_url: str, workspace: Path) -> None:
+    """Locks of `orders` executions n8n no longer has, written as lock_acquisition writes them."""
+    env = load_env(Workspace(workspace), "dev")
+    workflow_id = str(env.data["workflows"]["orders"]["id"])
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        for number, scope in enumerate(STUCK_SCOPES, start=900_001):
+            now = datetime.now(timezone.utc)
+            meta = {
+                "lock_id": f"{number}-stuck",
+                "scope": scope,
+                "workflow_id": workflow_id,
+                "workflow_name": "orders",
+                "execution_id": str(number),
+                "fence": 1,
+                "locked_at": now.isoformat(),
+                "expires_at": (now + timedelta(seconds=300)).isoformat(),
+                "ttl_seconds": 300,
+            }
+            client.set(f"n8n-lock-{scope}", 1, ex=300)
+            client.set(f"n8n-lock-{scope}:meta", json.dumps(meta), ex=300)
+    finally:
+        client.close()
+
+
+def redis_url_override(n8n: N8nInstance, redis_url: str) -> dict[str, str]:
+    """The CLI reaches Redis where the env records it, unless the tests see it elsewhere."""
+    seen = urlsplit(redis_url)
+    same = (seen.hostname, seen.port) == (n8n.redis_host, n8n.redis_port)
+    return {} if same else {"N8NLOCK_REDIS_URL": redis_url}
+
+
 def test_every_skill_is_run(tmp_path: Path) -> None:
     assert sorted(SKILL_ORDER) == sorted(p.stem for p in (ROOT / "skills").glob("*.md"))
 
 
-def test_skill_commands_run_as_written(n8n: N8nInstance, tmp_path: Path) -> None:
+def test_skill_commands_run_as_written(n8n: N8nInstance, redis_url: str, tmp_path: Path) -> None:
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "N8NLOCK_REDIS_URL"},
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "N8N_URL": n8n.base_url,
         "N8N_API_KEY": n8n.api_key,
         "REDIS_HOST": n8n.redis_host,
         "REDIS_PORT": str(n8n.redis_port),
+        **redis_url_override(n8n, redis_url),
     }
     cwd = tmp_path
     for skill in SKILL_ORDER:
+        if skill == "n8nlock-operate-locks":
+            leave_stuck_locks(redis_url, cwd)
         for line in command_lines(skill):
             if line.startswith("cd "):
                 cwd = cwd / line.removeprefix("cd ").strip()
@@ -69,3 +115,9 @@ def test_skill_commands_run_as_written(n8n: N8nInstance, tmp_path: Path) -> None
             )
             assert run.returncode == 0, f"{skill}: `{line}` exited {run.returncode}\n{run.stderr}"
     assert shutil.which("n8nlock", path=env["PATH"])
+    client = redis.Redis.from_url(redis_url)
+    try:
+        left = client.exists(*(f"n8n-lock-{s}{k}" for s in STUCK_SCOPES for k in ("", ":meta")))
+    finally:
+        client.close()
+    assert left == 0, "release --force and reap left a stuck lock behind"

@@ -9,7 +9,17 @@ import pytest
 
 PACKAGE = Path(__file__).parents[2] / "n8n_lockkit"
 # Lowest first. errors and jsonpath are the base every layer may use.
-LAYERS = ("errors", "jsonpath", "workspace", "primitives", "rewrite", "check", "remote", "cli")
+LAYERS = (
+    "errors",
+    "jsonpath",
+    "workspace",
+    "primitives",
+    "rewrite",
+    "check",
+    "remote",
+    "ops",
+    "cli",
+)
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE or p.stem in LAYERS)
 
 

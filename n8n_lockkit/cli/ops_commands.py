@@ -1,0 +1,282 @@
+"""Commands that operate the locks in Redis: locks, release, reap, stats."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from n8n_lockkit.cli import output
+from n8n_lockkit.cli.app import AppContext, F, dry_run_option, main, pass_app
+from n8n_lockkit.cli.remote_commands import one_env
+from n8n_lockkit.ops import locks, prometheus, reap, release, report, stats
+from n8n_lockkit.ops.redis_access import URL_VARIABLE, open_redis, target_for
+from n8n_lockkit.ops.store import LockStore, Scan
+from n8n_lockkit.remote import connection
+from n8n_lockkit.workspace.envconfig import EnvFile
+
+
+def redis_options(f: F) -> F:
+    f = click.option(
+        "--redis-url",
+        metavar="URL",
+        envvar=URL_VARIABLE,
+        show_envvar=True,
+        help="Reach Redis here instead of at the env file's redis: record (the CLI may reach "
+        "it under another name than n8n does), e.g. redis://:password@host:6379/0.",
+    )(f)
+    return click.option(
+        "--env",
+        "env_name",
+        metavar="NAME",
+        help="Env whose Redis and n8n to use. Optional when the workspace has exactly one.",
+    )(f)
+
+
+def scope_option(f: F) -> F:
+    return click.option(
+        "--scope",
+        metavar="GLOB",
+        help="Only scopes matching this glob (* ? [abc]). Default: every scope.",
+    )(f)
+
+
+def output_option(*formats: str) -> Callable[[F], F]:
+    help_text = {
+        "text": "text for people",
+        "json": "json for scripts",
+        "prometheus": "prometheus for a textfile collector",
+    }
+    return click.option(
+        "-o",
+        "--output",
+        "fmt",
+        type=click.Choice(formats),
+        default="text",
+        show_default=True,
+        help=", ".join(help_text[f] for f in formats) + " (on stdout).",
+    )
+
+
+@contextmanager
+def lock_store(env: EnvFile, redis_url: str | None) -> Iterator[LockStore]:
+    with open_redis(target_for(env, redis_url)) as client:
+        yield LockStore(client)
+
+
+def warn_foreign(scan: Scan) -> None:
+    for key in scan.foreign:
+        output.warn(f"{key.key} is {key.kind}; n8nlock did not write it and leaves it alone")
+
+
+def echo_json(document: object) -> None:
+    click.echo(json.dumps(document, indent=2))
+
+
+@main.command("locks")
+@redis_options
+@scope_option
+@output_option("text", "json")
+@pass_app
+def locks_command(
+    app: AppContext, env_name: str | None, redis_url: str | None, scope: str | None, fmt: str
+) -> None:
+    """List every held lock: scope, holder workflow and execution (with its link in n8n),
+    age, TTL left and fence.
+
+    Keys are found with SCAN, never KEYS. A counter without its record shows as `holder
+    unknown (no meta)`; a key without TTL is flagged. WAITING is `-` (null in JSON): waiters
+    only poll the lock and leave no trace in Redis, so their number is not known.
+
+    \b
+    Example:
+        n8nlock locks
+        n8nlock locks --scope 'order-*' -o json
+    """
+    env = one_env(app.workspace(), env_name)
+    with lock_store(env, redis_url) as store:
+        scan = locks.checked_scan(store, scope)
+    warn_foreign(scan)
+    held = locks.held_locks(scan)
+    n8n_url = str(env.data["n8n"]["url"])
+    if fmt == "json":
+        echo_json({"locks": [locks.lock_as_dict(state, n8n_url) for state in held]})
+        return
+    if held:
+        output.show_lines(report.locks_lines(held, n8n_url))
+        click.echo(f"{len(held)} lock(s) held. {report.WAITING_NOTE}.", err=True)
+    else:
+        click.echo("no lock is held", err=True)
+
+
+def stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def pause(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+@main.command("release")
+@click.argument("scope")
+@click.option("--force", is_flag=True, help="Required: delete the lock whoever holds it.")
+@click.option("--yes", is_flag=True, help="Do not ask before deleting (for scripts).")
+@redis_options
+@pass_app
+def release_command(
+    app: AppContext,
+    scope: str,
+    force: bool,
+    yes: bool,
+    env_name: str | None,
+    redis_url: str | None,
+) -> None:
+    """Delete the lock on SCOPE whatever its holder is doing (its record and counter).
+
+    Shows the holder and the keys, asks (unless --yes), then deletes them only if they are
+    still what it showed; a lock that changed hands meanwhile is left alone (exit 4).
+    Counted as force_released in `n8nlock stats`. To free only locks whose execution has
+    ended, use `n8nlock reap`.
+
+    \b
+    Example:
+        n8nlock release order-42 --force
+        n8nlock release order-42 --force --yes
+    """
+    release.require_force(scope, force)
+    env = one_env(app.workspace(), env_name)
+    with lock_store(env, redis_url) as store:
+        shown = release.inspect(store, scope)
+        output.show_lines(report.release_lines(shown, str(env.data["n8n"]["url"])))
+        if not yes:
+            if not stdin_is_terminal():
+                release.refuse_unconfirmed()
+            question = f"Delete {len(shown.keys_present)} key(s)?"
+            if not click.confirm(question, default=False, err=True):
+                click.echo("nothing was deleted", err=True)
+                return
+        released = release.force_release(store, shown)
+    if not released.deleted:
+        click.echo("its holder released it meanwhile: nothing to delete", err=True)
+    for key in released.deleted:
+        output.progress("delete", key)
+
+
+@main.command("reap")
+@redis_options
+@scope_option
+@dry_run_option
+@click.option(
+    "--grace",
+    "grace_seconds",
+    type=click.IntRange(5, 3600),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="A key with no holder to ask about (a counter without record, a record without "
+    "TTL) is freed only if it is unchanged after this long.",
+)
+@output_option("text", "json")
+@pass_app
+def reap_command(
+    app: AppContext,
+    env_name: str | None,
+    redis_url: str | None,
+    scope: str | None,
+    dry_run: bool,
+    grace_seconds: int,
+    fmt: str,
+) -> None:
+    """Free every lock whose holder execution is no longer running or waiting.
+
+    Each holder is looked up in n8n (GET /api/v1/executions/{id}): ended (success, error,
+    crashed, canceled) or gone, its lock is freed; new, running or waiting, it is kept. A
+    counter without its record, or a record without TTL, is freed when it is still the same
+    after --grace seconds. Locks change hands only through a compare-and-delete, so a lock
+    taken meanwhile is left alone. --dry-run goes the same way and deletes nothing.
+
+    \b
+    Example:
+        n8nlock reap --dry-run
+        n8nlock reap --grace 60
+    """
+    env = one_env(app.workspace(), env_name)
+    client = connection.client_for(env)  # no API key: stop before anything is read
+    try:
+        with lock_store(env, redis_url) as store:
+            scan = locks.checked_scan(store, scope)
+            warn_foreign(scan)
+            reaper = reap.Reaper(
+                store,
+                client,
+                grace_seconds=grace_seconds,
+                dry_run=dry_run,
+                sleep=pause,
+                announce=lambda message: click.echo(message, err=True),
+            )
+            decisions = reaper.run(scan.states)
+    finally:
+        client.close()
+    freed = sum(d.action == "freed" for d in decisions)
+    if fmt == "json":
+        echo_json(
+            {
+                "dry_run": dry_run,
+                "grace_seconds": grace_seconds,
+                "freed": freed,
+                "locks": [d.as_dict() for d in decisions],
+            }
+        )
+        return
+    output.show_lines(report.reap_lines(decisions))
+    summary = f"{freed} lock(s) freed, {sum(d.action == 'kept' for d in decisions)} kept"
+    click.echo(f"dry run, nothing deleted: {summary}" if dry_run else summary, err=True)
+
+
+@main.command("stats")
+@redis_options
+@scope_option
+@click.option(
+    "--hours",
+    type=click.IntRange(1, 192),
+    default=24,
+    show_default=True,
+    help="Sum the last N hours (the counters are kept 8 days).",
+)
+@output_option("text", "json", "prometheus")
+@pass_app
+def stats_command(
+    app: AppContext,
+    env_name: str | None,
+    redis_url: str | None,
+    scope: str | None,
+    hours: int,
+    fmt: str,
+) -> None:
+    """Per scope: acquisitions, waits, timeouts, fail-fast refusals, force releases, reaps and
+    heals over the last N hours, with wait-time percentiles.
+
+    The primitives count each event in an hourly Redis counter; this sums them. A wait is
+    counted in one bucket of 0.1, 0.5, 1, 2, 5, 10, 30, 60 or 300 s (or above), so a
+    percentile is an upper-bound estimate: the bound of the bucket it falls in.
+
+    \b
+    Example:
+        n8nlock stats
+        n8nlock stats --scope 'order-*' --hours 1 -o json
+        n8nlock stats -o prometheus > /var/lib/node_exporter/n8nlock.prom
+    """
+    with lock_store(one_env(app.workspace(), env_name), redis_url) as store:
+        found = stats.collect(store, scope, hours, store.now_ms())
+    if fmt == "prometheus":
+        click.echo(prometheus.exposition(found, hours), nl=False)
+    elif fmt == "json":
+        echo_json({"hours": hours, "scopes": [entry.as_dict() for entry in found]})
+    elif found:
+        output.show_lines(report.stats_lines(found))
+    else:
+        click.echo(f"no lock activity counted in the last {hours} h", err=True)

@@ -1,0 +1,1 @@
+"""Operating locks in Redis directly: list them, force-release one, reap dead holders, stats."""

@@ -1,0 +1,395 @@
+"""locks, release, reap and stats through the CLI, against a real Redis (n8n's API stubbed)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+import responses
+from click.testing import Result
+
+from n8n_lockkit.cli import ops_commands
+from tests.cli.fake_n8n import API_KEY, BASE
+from tests.conftest import Invoke, explain, snapshot
+from tests.redis_bed import meta_for, put_lock
+from tests.testbed.ports import free_port
+
+
+@pytest.fixture
+def ws(
+    workspace: Path,
+    invoke: Invoke,
+    redis_url: str,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """The dev env points at the stub n8n, and records the (emptied) test Redis as
+    redis-credential does."""
+    env = workspace / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace("http://127.0.0.1:5678", BASE))
+    monkeypatch.setenv("N8N_API_KEY", API_KEY)
+    monkeypatch.delenv("N8NLOCK_REDIS_URL", raising=False)
+    port = str(urlsplit(redis_url).port)
+    result = invoke("redis-credential", "--link", "c1", "--host", "127.0.0.1", "--port", port,
+                    cwd=workspace)  # fmt: skip
+    assert result.exit_code == 0, explain(result)
+    return workspace
+
+
+def one_error(result: Result, exit_code: int, message: str) -> str:
+    """Exactly one Error: line (containing `message`) and one Hint: line; returns the hint."""
+    assert result.exit_code == exit_code, explain(result)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    hints = [line for line in result.stderr.splitlines() if line.startswith("Hint: ")]
+    assert len(errors) == 1 and message in errors[0], explain(result)
+    assert len(hints) == 1, explain(result)
+    assert "Traceback" not in result.output
+    return hints[0]
+
+
+def stub_execution(execution_id: str, status: str, workflow_id: str = "wf1") -> None:
+    body = {"id": execution_id, "status": status, "workflowId": workflow_id}
+    responses.add("GET", f"{BASE}/api/v1/executions/{execution_id}", json=body)
+
+
+# redis-credential records where Redis is
+
+
+def test_redis_credential_records_the_address_once(
+    ws: Path, invoke: Invoke, redis_url: str
+) -> None:
+    text = (ws / "envs" / "dev.yml").read_text()
+    port = urlsplit(redis_url).port
+    assert f"redis: {{host: 127.0.0.1, port: {port}, database: 0, ssl: false}}\n" in text
+    again = invoke("redis-credential", "--link", "c1", "--host", "127.0.0.1", "--port", str(port),
+                   cwd=ws)  # fmt: skip
+    assert again.exit_code == 0, explain(again)
+    assert "record" not in again.stderr
+    assert (ws / "envs" / "dev.yml").read_text() == text
+
+
+def test_linking_without_a_host_says_how_to_record_the_address(
+    workspace: Path, invoke: Invoke
+) -> None:
+    result = invoke("redis-credential", "--link", "c1", cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert "Warning: where Redis is was not recorded" in result.stderr
+    assert "--host H" in result.stderr and "--redis-url" in result.stderr
+
+
+# locks
+
+
+def test_locks_lists_each_holder_with_its_execution_link(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1", meta=meta_for("order-1", age=75, fence=12))
+    put_lock(redis_client, "order-2", ttl=None, with_meta=False)
+    result = invoke("locks", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    header, first, second, flag = result.stdout.splitlines()
+    assert header.split() == [
+        "SCOPE", "HOLDER", "EXECUTION", "AGE", "TTL", "LEFT", "FENCE", "WAITING", "LINK"
+    ]  # fmt: skip
+    assert re.fullmatch(
+        r"order-1 +orders \(wf1\) +57 +1m1[5-7]s +(4m5\ds|5m00s) +12 +- +"
+        rf"{BASE}/workflow/wf1/executions/57",
+        first,
+    ), first
+    assert re.fullmatch(r"order-2 +holder unknown \(no meta\) +- +- +none \(!\) +- +- +-", second)
+    assert flag == (
+        "! order-2: a key has no TTL and never expires; `n8nlock reap` frees it after its "
+        "grace period"
+    )
+    assert "2 lock(s) held. WAITING is not tracked" in result.stderr
+
+
+def test_locks_as_json_gives_null_for_what_is_not_known(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    record = put_lock(redis_client, "order-1")
+    put_lock(redis_client, "order-2", with_meta=False)
+    redis_client.set("n8n-lock-done:meta", json.dumps(meta_for("done")), ex=5)
+    result = invoke("locks", "--scope", "order-*", "-o", "json", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    first, second = json.loads(result.stdout)["locks"]
+    assert record is not None and first["holder"] == {
+        "lock_id": record["lock_id"],
+        "workflow_id": "wf1",
+        "workflow_name": "orders",
+        "execution_id": "57",
+        "execution_url": f"{BASE}/workflow/wf1/executions/57",
+    }
+    assert first["waiting"] is None and first["fence"] == 1 and first["problems"] == []
+    assert 295 < first["ttl_seconds"] <= 300
+    assert second["holder"] is None and second["problems"] == ["no meta"]
+
+
+def test_locks_says_so_when_nothing_is_held(ws: Path, invoke: Invoke) -> None:
+    result = invoke("locks", cwd=ws)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no lock is held" in result.stderr
+
+
+def test_a_scope_glob_that_matches_keys_of_another_app_is_refused(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    redis_client.hset("n8n-lock-orders-cache", "a", "b")
+    put_lock(redis_client, "order-1")
+    one_error(invoke("locks", "--scope", "order*", cwd=ws), 3, "n8n-lock-orders-cache (a hash")
+    everything = invoke("locks", cwd=ws)
+    assert everything.exit_code == 0, explain(everything)
+    assert "Warning: n8n-lock-orders-cache is a hash" in everything.stderr
+    one_error(invoke("reap", "--scope", "order*", cwd=ws), 3, "did not write")
+    assert redis_client.hgetall("n8n-lock-orders-cache") == {"a": "b"}
+
+
+def test_keys_that_are_not_utf8_neither_crash_nor_are_touched(
+    ws: Path,
+    invoke: Invoke,
+    redis_url: str,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    raw = redis.Redis.from_url(redis_url)
+    raw.set(b"n8n-lock-\xff\xfe", b"1")
+    raw.set(b"n8n-lock-bin:meta", b"\xff{not json")
+    raw.incr(b"n8n-lock-bin")
+    put_lock(redis_client, "order-1")
+    listed = invoke("locks", "-o", "json", cwd=ws)
+    assert listed.exit_code == 0, explain(listed)
+    scopes = {lock["scope"]: lock["problems"] for lock in json.loads(listed.stdout)["locks"]}
+    assert scopes == {"order-1": []}
+    assert "Warning: n8n-lock-\ufffd\ufffd is a name that is not UTF-8" in listed.stderr
+    assert "Warning: n8n-lock-bin:meta is not UTF-8 text" in listed.stderr
+    responses.add("GET", f"{BASE}/api/v1/executions/57", json={"status": "running"})
+    monkeypatch.setattr(ops_commands, "pause", lambda seconds: None)
+    result = invoke("reap", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert result.stdout == "kept  order-1  execution 57 is running\n"
+    assert raw.get(b"n8n-lock-\xff\xfe") == b"1" and raw.get(b"n8n-lock-bin") == b"1"
+    raw.close()
+
+
+# where Redis is, and when it says no
+
+
+def test_unreachable_redis_is_one_error_with_exit_4(ws: Path, invoke: Invoke) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    hint = one_error(invoke("locks", "--redis-url", url, cwd=ws), 4, f"cannot reach Redis at {url}")
+    assert "--redis-url" in hint
+
+
+def test_a_wrong_password_is_one_error_with_exit_4(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, redis_url: str
+) -> None:
+    redis_client.acl_setuser("ops", enabled=True, passwords=["+right"], keys=["*"],
+                             commands=["+@all"])  # fmt: skip
+    port = urlsplit(redis_url).port
+    try:
+        result = invoke("stats", "--redis-url", f"redis://ops:wrong@127.0.0.1:{port}/0", cwd=ws)
+        hint = one_error(result, 4, "refused the credentials")
+        assert "wrong" not in result.output and "***" in result.stderr
+        assert "--redis-url" in hint
+    finally:
+        redis_client.acl_deluser("ops")
+
+
+def test_the_url_variable_overrides_the_env_record(
+    ws: Path, invoke: Invoke, redis_url: str, redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    env = ws / "envs" / "dev.yml"
+    env.write_text(re.sub(r"port: \d+", f"port: {free_port()}", env.read_text()))
+    one_error(invoke("locks", cwd=ws), 4, "cannot reach Redis at redis://127.0.0.1:")
+    put_lock(redis_client, "order-1")
+    monkeypatch.setenv("N8NLOCK_REDIS_URL", redis_url)
+    result = invoke("locks", cwd=ws)
+    assert result.exit_code == 0 and "order-1" in result.stdout, explain(result)
+
+
+def test_an_env_without_the_record_says_how_to_add_it(workspace: Path, invoke: Invoke) -> None:
+    hint = one_error(invoke("locks", cwd=workspace), 3, "does not say where Redis is")
+    assert "redis-credential --link" in hint
+
+
+def test_an_unset_password_variable_is_an_input_error(
+    ws: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = ws / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace("ssl: false}", "ssl: false, passwordEnv: OPS_REDIS_PW}"))
+    monkeypatch.delenv("OPS_REDIS_PW", raising=False)
+    one_error(invoke("locks", cwd=ws), 3, "OPS_REDIS_PW is not set")
+
+
+# release
+
+
+def test_release_without_force_says_what_to_do(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1")
+    hint = one_error(invoke("release", "order-1", cwd=ws), 2, "needs --force")
+    assert "n8nlock release order-1 --force" in hint
+    assert redis_client.exists("n8n-lock-order-1") == 1
+
+
+def test_release_without_a_terminal_and_without_yes_deletes_nothing(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1")
+    result = invoke("release", "order-1", "--force", cwd=ws)
+    assert "--yes" in one_error(result, 3, "there is no terminal to ask")
+    assert "deletes    n8n-lock-order-1:meta, n8n-lock-order-1" in result.stdout
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+
+
+def test_release_yes_shows_deletes_and_counts_and_a_second_run_finds_nothing(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1")
+    put_lock(redis_client, "order-2")
+    result = invoke("release", "order-1", "--force", "--yes", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert "lock on scope 'order-1':" in result.stdout
+    assert f"execution  57  {BASE}/workflow/wf1/executions/57" in result.stdout
+    deleted = [line.split() for line in result.stderr.splitlines()]
+    assert deleted == [["delete", "n8n-lock-order-1:meta"], ["delete", "n8n-lock-order-1"]]
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 0
+    assert redis_client.exists("n8n-lock-order-2", "n8n-lock-order-2:meta") == 2
+    stats = invoke("stats", "-o", "json", cwd=ws)
+    assert json.loads(stats.stdout)["scopes"][0]["force_released"] == 1
+    again = invoke("release", "order-1", "--force", "--yes", cwd=ws)
+    assert "n8nlock locks" in one_error(again, 3, "no lock on scope 'order-1'")
+
+
+@pytest.mark.parametrize(("answer", "left"), [("y\n", 0), ("n\n", 2), ("\n", 2)])
+def test_release_asks_at_a_terminal(
+    ws: Path,
+    invoke: Invoke,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+    left: int,
+) -> None:
+    put_lock(redis_client, "order-1")
+    monkeypatch.setattr(ops_commands, "stdin_is_terminal", lambda: True)
+    result = invoke("release", "order-1", "--force", cwd=ws, input=answer)
+    assert result.exit_code == 0, explain(result)
+    assert "Delete 2 key(s)? [y/N]" in result.stderr
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == left
+    assert ("nothing was deleted" in result.stderr) == (left == 2)
+
+
+# reap
+
+
+def test_reap_frees_ended_holders_keeps_running_ones_and_says_why(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1", meta=meta_for("order-1", execution_id="57"))
+    put_lock(redis_client, "order-2", meta=meta_for("order-2", execution_id="58"))
+    stub_execution("57", "canceled")
+    stub_execution("58", "waiting")
+    result = invoke("reap", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert result.stdout.splitlines() == [
+        "freed  order-1  execution 57 ended: canceled",
+        " kept  order-2  execution 58 is waiting",
+    ]
+    assert "1 lock(s) freed, 1 kept" in result.stderr
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-2") == 1
+    again = invoke("reap", "-o", "json", cwd=ws)
+    assert json.loads(again.stdout)["freed"] == 0, explain(again)
+
+
+def test_reap_dry_run_goes_the_same_way_and_deletes_nothing(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1")
+    stub_execution("57", "crashed")
+    result = invoke("reap", "--dry-run", "-o", "json", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert json.loads(result.stdout) == {
+        "dry_run": True,
+        "grace_seconds": 30,
+        "freed": 0,
+        "locks": [
+            {
+                "scope": "order-1",
+                "action": "would-free",
+                "reason": "execution 57 ended: crashed",
+                "workflow_id": "wf1",
+                "execution_id": "57",
+            }
+        ],
+    }
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+
+
+def test_reap_waits_the_grace_period_for_a_counter_without_record(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_lock(redis_client, "order-1", with_meta=False)
+    slept: list[float] = []
+    monkeypatch.setattr(ops_commands, "pause", slept.append)
+    result = invoke("reap", "--grace", "5", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert slept == [5]
+    assert "1 lock key(s) without a holder to ask about: looking again in 5 s" in result.stderr
+    assert result.stdout == "freed  order-1  no meta (holder unknown) for 5 s\n"
+
+
+def test_reap_without_an_api_key_touches_nothing(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_lock(redis_client, "order-1")
+    monkeypatch.delenv("N8N_API_KEY")
+    before = snapshot(ws)
+    hint = one_error(invoke("reap", cwd=ws), 3, "N8N_API_KEY is not set")
+    assert "export N8N_API_KEY" in hint
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+    assert snapshot(ws) == before
+
+
+def test_reap_with_a_refused_api_key_deletes_nothing(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    put_lock(redis_client, "order-1")
+    responses.add("GET", f"{BASE}/api/v1/executions/57", status=401, json={"message": "no"})
+    one_error(invoke("reap", cwd=ws), 4, "n8n refused the API key (401")
+    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+
+
+# stats
+
+
+def test_stats_in_every_format(ws: Path, invoke: Invoke, redis_client: redis.Redis) -> None:
+    seconds, _ = redis_client.time()
+    prefix = f"n8nlock:stats:{datetime.fromtimestamp(seconds, tz=timezone.utc):%Y%m%d%H}"
+    redis_client.set(f"{prefix}:acquired:order-1", 3)
+    redis_client.set(f"{prefix}:waited:order-1", 1)
+    redis_client.set(f"{prefix}:wait_le_0.1:order-1", 2)
+    redis_client.set(f"{prefix}:wait_le_5:order-1", 1)
+    text = invoke("stats", cwd=ws)
+    assert text.exit_code == 0, explain(text)
+    assert text.stdout.splitlines()[1].split() == [
+        "order-1", "3", "1", "0", "0", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
+    ]  # fmt: skip
+    document = json.loads(invoke("stats", "--hours", "1", "-o", "json", cwd=ws).stdout)
+    assert document["hours"] == 1 and document["scopes"][0]["acquired"] == 3
+    assert document["scopes"][0]["wait_seconds"]["p50"] == 0.1
+    prom = invoke("stats", "-o", "prometheus", cwd=ws)
+    assert 'n8nlock_lock_events{event="acquired",scope="order-1"} 3.0' in prom.stdout
+    assert prom.stderr == ""
+
+
+def test_stats_without_activity_says_so(ws: Path, invoke: Invoke) -> None:
+    result = invoke("stats", "--scope", "nothing-*", cwd=ws)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no lock activity counted in the last 24 h" in result.stderr
