@@ -89,8 +89,9 @@ def locks_command(
     age, TTL left and fence.
 
     Keys are found with SCAN, never KEYS. A counter without its record shows as `holder
-    unknown (no meta)`; a key without TTL is flagged. WAITING is `-` (null in JSON): waiters
-    only poll the lock and leave no trace in Redis, so their number is not known.
+    unknown (no meta)`; a key without TTL is flagged. WAITING counts the executions waiting
+    for the scope (a waiter whose process died stays counted until the scope is quiet for its
+    max wait + TTL).
 
     \b
     Example:
@@ -100,14 +101,15 @@ def locks_command(
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
         scan = locks.checked_scan(store, scope)
+        held = locks.held_locks(scan)
+        waiting = locks.waiting_counts(store, held)
     warn_foreign(scan)
-    held = locks.held_locks(scan)
     n8n_url = str(env.data["n8n"]["url"])
     if fmt == "json":
-        echo_json({"locks": [locks.lock_as_dict(state, n8n_url) for state in held]})
+        echo_json({"locks": [locks.lock_as_dict(s, n8n_url, waiting[s.scope]) for s in held]})
         return
     if held:
-        output.show_lines(report.locks_lines(held, n8n_url))
+        output.show_lines(report.locks_lines(held, n8n_url, waiting))
         click.echo(f"{len(held)} lock(s) held. {report.WAITING_NOTE}.", err=True)
     else:
         click.echo("no lock is held", err=True)

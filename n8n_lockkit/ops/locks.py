@@ -6,6 +6,7 @@ from typing import Any
 
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.ops.store import ForeignKey, LockState, LockStore, Scan
+from n8n_lockkit.primitives import keys
 
 
 class ForeignKeys(LockkitError):
@@ -38,7 +39,24 @@ def execution_url(n8n_url: str, meta: dict[str, Any] | None) -> str | None:
     return f"{base}/workflow/{meta['workflow_id']}/executions/{meta['execution_id']}"
 
 
-def lock_as_dict(state: LockState, n8n_url: str) -> dict[str, Any]:
+def waiting_counts(store: LockStore, states: list[LockState]) -> dict[str, int]:
+    """How many executions wait for each scope: those that counted themselves in at their
+    first wait and not yet out. A waiter whose process died stays counted until the two
+    counters expire (max wait + TTL after the scope's last waiter), so this can run high."""
+    names = [name for s in states for name in (keys.arrived_key(s.scope), keys.left_key(s.scope))]
+    values = store.values(names)
+    counts = {}
+    for index, state in enumerate(states):
+        arrived, left = values[2 * index : 2 * index + 2]
+        counts[state.scope] = max(0, _count(arrived) - _count(left))
+    return counts
+
+
+def _count(value: str | None) -> int:
+    return int(value) if value is not None and value.isdigit() else 0
+
+
+def lock_as_dict(state: LockState, n8n_url: str, waiting: int | None = None) -> dict[str, Any]:
     meta = state.meta
     holder = None
     if meta is not None:
@@ -59,8 +77,7 @@ def lock_as_dict(state: LockState, n8n_url: str) -> dict[str, Any]:
         "expires_at": (meta or {}).get("expires_at"),
         "age_seconds": _rounded(state.age_seconds),
         "ttl_seconds": _rounded(state.ttl_seconds),
-        # Waiters only poll with GET; the current engine keeps no record of them in Redis.
-        "waiting": None,
+        "waiting": waiting,
         "problems": state.problems,
     }
 

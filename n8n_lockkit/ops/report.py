@@ -13,7 +13,8 @@ from n8n_lockkit.primitives.keys import WAIT_BUCKETS
 
 NOT_TRACKED = "-"
 WAITING_NOTE = (
-    "WAITING is not tracked: waiters only poll the lock with GET and leave no trace in Redis"
+    "WAITING counts executions that wait for the scope; one whose process died stays counted "
+    "until the scope has been quiet for its max wait + TTL"
 )
 
 
@@ -50,7 +51,9 @@ def ttl_left(state: LockState) -> str:
     return "none (!)" if state.counter_pttl_ms == -1 else duration(state.ttl_seconds)
 
 
-def locks_lines(states: Sequence[LockState], n8n_url: str) -> list[str]:
+def locks_lines(
+    states: Sequence[LockState], n8n_url: str, waiting: dict[str, int] | None = None
+) -> list[str]:
     headers = ("SCOPE", "HOLDER", "EXECUTION", "AGE", "TTL LEFT", "FENCE", "WAITING", "LINK")
     rows = [
         (
@@ -60,7 +63,7 @@ def locks_lines(states: Sequence[LockState], n8n_url: str) -> list[str]:
             duration(state.age_seconds),
             ttl_left(state),
             str((state.meta or {}).get("fence", NOT_TRACKED)),
-            NOT_TRACKED,
+            str((waiting or {}).get(state.scope, NOT_TRACKED)),
             execution_url(n8n_url, state.meta) or NOT_TRACKED,
         )
         for state in states

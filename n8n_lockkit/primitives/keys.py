@@ -8,6 +8,9 @@ The JavaScript in `templates/js/` builds the same names; `tests/e2e` proves both
 - `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> lock_id, TTL + 1 hour: the
   cleanup index (execution ids repeat across n8n instances; workflow ids do not).
 - `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days.
+- `n8nlock:arrived:<scope>`, `n8nlock:left:<scope>`: waiters count themselves in at their first
+  wait and out when they leave (acquired or timed out); waiting = arrived - left. TTL max wait
+  + TTL, refreshed by each count.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ META_SUFFIX = ":meta"
 FENCE_SUFFIX = ":fence"
 INDEX_PREFIX = "n8nlock:exec:"
 STATS_PREFIX = "n8nlock:stats:"
+ARRIVED_PREFIX = "n8nlock:arrived:"
+LEFT_PREFIX = "n8nlock:left:"
 STATS_TTL_SECONDS = 8 * 86400
 # A release this close to its lock's expiry leaves the key to its TTL instead of deleting it.
 RELEASE_MARGIN_SECONDS = 2
@@ -34,6 +39,14 @@ def meta_key(scope: str) -> str:
 
 def fence_key(scope: str) -> str:
     return f"{LOCK_PREFIX}{scope}{FENCE_SUFFIX}"
+
+
+def arrived_key(scope: str) -> str:
+    return f"{ARRIVED_PREFIX}{scope}"
+
+
+def left_key(scope: str) -> str:
+    return f"{LEFT_PREFIX}{scope}"
 
 
 def index_key(workflow_id: str, execution_id: str) -> str:

@@ -140,7 +140,7 @@ def plan_add_lock(
             f"without --lock-on-error, an execution that fails while holding scope "
             f"{config.scope} leaves it locked until its TTL ({config.ttl_seconds} s) runs out; "
             "add --lock-on-error to have the cleanup handler free every lock it holds within "
-            "seconds"
+            "seconds (`n8nlock reap` frees those of crashed executions)"
         )
     changes = (FileChange(path, text, dump_workflow(wrapped)), *(e.change() for e in envs))
     return Plan(changes, tuple(messages))

@@ -90,6 +90,8 @@ def test_locks_lists_each_holder_with_its_execution_link(
 ) -> None:
     put_lock(redis_client, "order-1", meta=meta_for("order-1", age=75, fence=12))
     put_lock(redis_client, "order-2", ttl=None, with_meta=False)
+    redis_client.set("n8nlock:arrived:order-1", 3)  # three waiters came, one got the lock
+    redis_client.set("n8nlock:left:order-1", 1)
     result = invoke("locks", cwd=ws)
     assert result.exit_code == 0, explain(result)
     header, first, second, flag = result.stdout.splitlines()
@@ -97,19 +99,19 @@ def test_locks_lists_each_holder_with_its_execution_link(
         "SCOPE", "HOLDER", "EXECUTION", "AGE", "TTL", "LEFT", "FENCE", "WAITING", "LINK"
     ]  # fmt: skip
     assert re.fullmatch(
-        r"order-1 +orders \(wf1\) +57 +1m1[5-7]s +(4m5\ds|5m00s) +12 +- +"
+        r"order-1 +orders \(wf1\) +57 +1m1[5-7]s +(4m5\ds|5m00s) +12 +2 +"
         rf"{BASE}/workflow/wf1/executions/57",
         first,
     ), first
-    assert re.fullmatch(r"order-2 +holder unknown \(no meta\) +- +- +none \(!\) +- +- +-", second)
+    assert re.fullmatch(r"order-2 +holder unknown \(no meta\) +- +- +none \(!\) +- +0 +-", second)
     assert flag == (
         "! order-2: a key has no TTL and never expires; `n8nlock reap` frees it after its "
         "grace period"
     )
-    assert "2 lock(s) held. WAITING is not tracked" in result.stderr
+    assert "2 lock(s) held. WAITING counts executions that wait" in result.stderr
 
 
-def test_locks_as_json_gives_null_for_what_is_not_known(
+def test_locks_as_json_gives_null_for_what_is_not_known_and_counts_waiters(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
     record = put_lock(redis_client, "order-1")
@@ -125,7 +127,7 @@ def test_locks_as_json_gives_null_for_what_is_not_known(
         "execution_id": "57",
         "execution_url": f"{BASE}/workflow/wf1/executions/57",
     }
-    assert first["waiting"] is None and first["fence"] == 1 and first["problems"] == []
+    assert first["waiting"] == 0 and first["fence"] == 1 and first["problems"] == []
     assert 295 < first["ttl_seconds"] <= 300
     assert second["holder"] is None and second["problems"] == ["no meta"]
 

@@ -20,7 +20,7 @@ import requests
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
-from tests.e2e.lockbed import API_KEY_VARIABLE, Call, LockBed, wait_until
+from tests.e2e.lockbed import API_KEY_VARIABLE, Call, LockBed, run_cli, wait_until
 from tests.e2e.test_lock_primitives import acquired, stat
 from tests.testbed.client import OWNER
 from tests.testbed.endpoints import N8nInstance
@@ -52,9 +52,36 @@ class OpsCli:
         return json.loads(self(*args, "-o", "json").stdout)
 
 
-def hold_in_background(pool: ThreadPoolExecutor, lockbed: LockBed, scope: str) -> Future[Call]:
+UNHANDLED = "e2e_lock_caller_unhandled"
+
+
+@pytest.fixture
+def unhandled_caller(lockbed: LockBed) -> str:
+    """The lock caller without an error workflow: n8n 2.x runs the error workflow when an
+    execution is stopped (and the cleanup handler then frees its locks), 1.x does not; without
+    one, only `reap` frees a stopped execution's lock on both. Returns its webhook path."""
+    path = lockbed.root / "workflows" / f"{UNHANDLED}.template.json"
+    if not path.exists():
+        caller = json.loads(
+            (lockbed.root / "workflows" / "e2e_lock_caller.template.json").read_text()
+        )
+        caller["name"] = "e2e: lock caller without error workflow"
+        caller["settings"].pop("errorWorkflow")
+        for node in caller["nodes"]:
+            if node["type"] == "n8n-nodes-base.webhook":
+                node["parameters"]["path"] = "e2e-lock-unhandled"
+                node["webhookId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, UNHANDLED))
+        path.write_text(json.dumps(caller, indent=2))
+        run_cli(lockbed.root, "push", "--env", "e2e", "--activate", UNHANDLED)
+    return "e2e-lock-unhandled"
+
+
+def hold_in_background(
+    pool: ThreadPoolExecutor, lockbed: LockBed, scope: str, path: str = "e2e-lock"
+) -> Future[Call]:
     """An execution that takes the lock and then waits a minute before releasing it."""
-    return pool.submit(lockbed.lock, scope, hold_ms=60_000, ttl=600)
+    body = {"ttl": 600, "max_wait": 60, "hold_ms": 60_000, "scope": scope}
+    return pool.submit(lockbed.webhook, path, body)
 
 
 def holder_execution(lockbed: LockBed, scope: str) -> str:
@@ -98,7 +125,7 @@ def test_locks_lists_a_held_lock_and_release_force_frees_it(
         "execution_id": holder["execution_id"],
         "execution_url": execution_url,
     }
-    assert listed["fence"] == holder["fence"] and listed["waiting"] is None
+    assert listed["fence"] == holder["fence"] and listed["waiting"] == 0
     assert 100 < listed["ttl_seconds"] <= 120 and listed["problems"] == []
     text = ops("locks", "--scope", unique_name).stdout
     assert holder["execution_id"] in text and execution_url in text
@@ -116,10 +143,10 @@ def test_locks_lists_a_held_lock_and_release_force_frees_it(
 
 
 def test_reap_keeps_a_running_holder_and_heals_it_once_stopped_through_the_api(
-    lockbed: LockBed, ops: OpsCli, unique_name: str
+    lockbed: LockBed, ops: OpsCli, unique_name: str, unhandled_caller: str
 ) -> None:
     with ThreadPoolExecutor(1) as pool:
-        call = hold_in_background(pool, lockbed, unique_name)
+        call = hold_in_background(pool, lockbed, unique_name, unhandled_caller)
         execution_id = holder_execution(lockbed, unique_name)
         (kept,) = ops.json("reap", "--scope", unique_name)["locks"]
         assert kept["action"] == "kept" and kept["execution_id"] == execution_id
@@ -186,3 +213,44 @@ def test_stats_count_what_the_executions_and_commands_did(
     assert sum(scope["wait_seconds"]["buckets"].values()) == 5
     prometheus = ops("stats", "--scope", unique_name, "-o", "prometheus").stdout
     assert f'n8nlock_lock_events{{event="reaped",scope="{unique_name}"}} 1.0' in prometheus
+
+
+def test_locks_counts_the_executions_that_wait_and_they_count_out_when_they_leave(
+    lockbed: LockBed, ops: OpsCli, unique_name: str
+) -> None:
+    acquired(lockbed.lock(unique_name, release=False, ttl=120))
+
+    def waiting() -> int:
+        (listed,) = ops.json("locks", "--scope", unique_name)["locks"]
+        return int(listed["waiting"])
+
+    with ThreadPoolExecutor(3) as pool:
+        patient = [pool.submit(lockbed.lock, unique_name, max_wait=60) for _ in range(2)]
+        hasty = pool.submit(lockbed.lock, unique_name, max_wait=2)
+        wait_until(lambda: waiting() == 3, 10, "three waiters are counted")
+        assert hasty.result().body.get("acquired") is False  # timed out: it counts itself out
+        wait_until(lambda: waiting() == 2, 10, "the timed-out waiter left the count")
+        ops("release", unique_name, "--force", "--yes")
+        assert all(acquired(call.result()) for call in patient)
+    assert not lockbed.redis.exists(f"n8n-lock-{unique_name}")
+    assert lockbed.redis.get(f"n8nlock:arrived:{unique_name}") == "3"
+    assert lockbed.redis.get(f"n8nlock:left:{unique_name}") == "3"
+
+
+def test_a_stopped_execution_is_healed_by_the_handler_on_2x_and_by_reap_on_1x(
+    lockbed: LockBed, ops: OpsCli, unique_name: str
+) -> None:
+    with ThreadPoolExecutor(1) as pool:
+        call = hold_in_background(pool, lockbed, unique_name)  # the caller names the handler
+        execution_id = holder_execution(lockbed, unique_name)
+        stop_execution(lockbed.n8n, execution_id)
+        call.result(timeout=60)
+    key = f"n8n-lock-{unique_name}"
+    if lockbed.n8n.version.startswith("1."):
+        time.sleep(3)
+        assert lockbed.redis.exists(key) == 1, "1.x ran an error workflow for a stopped execution"
+        ops("reap", "--scope", unique_name)
+        assert lockbed.redis.exists(key) == 0
+    else:
+        healed = wait_until(lambda: not lockbed.redis.exists(key), 5, "the handler freed it")
+        print(f"2.x: the cleanup handler freed the stopped execution's lock in {healed:.2f} s")

@@ -46,6 +46,11 @@ return [{
     index_key: `n8nlock:exec:${workflowId}:${executionId}`,
     index_ttl_seconds: INDEX_TTL_SECONDS,
     stats_prefix: `n8nlock:stats:${hour}:`,
+    // Waiters count themselves in when they first wait and out when they leave, so that
+    // `n8nlock locks` can show how many wait: waiting = arrived - left.
+    arrived_key: `n8nlock:arrived:${scope}`,
+    left_key: `n8nlock:left:${scope}`,
+    queue_ttl_seconds: maxWaitSeconds + ttlSeconds,
     stats_ttl_seconds: STATS_TTL_SECONDS,
     started_ms: now,
     ttl_seconds: ttlSeconds,

@@ -32,6 +32,8 @@ const stat = (name) => ({ incr_key: `${ctx.stats_prefix}${name}:${ctx.scope}`, i
 return [
   { incr_key: ctx.fence_key, incr_ttl: ctx.fence_ttl_seconds },
   stat('acquired'),
-  ...($('Wait Before Poll').isExecuted ? [stat('waited')] : []),
+  ...($('Wait Before Poll').isExecuted
+    ? [stat('waited'), { incr_key: ctx.left_key, incr_ttl: ctx.queue_ttl_seconds }]
+    : []),
   stat(`wait_le_${bucket}`),
 ].map((incr) => ({ json: { ...verdict, ...incr } }));
