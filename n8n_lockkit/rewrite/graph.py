@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from n8n_lockkit.rewrite import node_types
@@ -221,16 +220,16 @@ def normalise(workflow: Workflow) -> None:
 
 
 def shift_body(workflow: Workflow, dx: int) -> None:
-    """Move every node but the triggers `dx` to the right, in place."""
+    """Move every node but the triggers `dx` to the right, in place.
+
+    A node whose x is not a whole number stays: x + dx rounds for such floats (184.57666135990007
+    + 440 - 440 is not 184.57666135990007), so unwrap could not put it back where it was. Whole
+    numbers stay whole under the shift, so wrap and unwrap pick the same nodes.
+    """
     starts = {n["name"] for n in triggers(workflow)}
     for node in nodes(workflow):
-        if not is_trigger(node) and node["name"] not in starts and "position" in node:
-            node["position"] = [_shifted(node["position"][0], dx), node["position"][1]]
-
-
-def _shifted(x: Any, dx: int) -> Any:
-    """x + dx, exactly as the editor wrote x: float sums round (123.456 + 440 - 440 is not
-    123.456), so unwrap's shift back would not restore the position."""
-    if isinstance(x, float):
-        return float(Decimal(repr(x)) + dx)
-    return x + dx
+        if is_trigger(node) or node["name"] in starts or "position" not in node:
+            continue
+        x = node["position"][0]
+        if isinstance(x, int) or (isinstance(x, float) and x.is_integer()):
+            node["position"] = [x + dx, node["position"][1]]

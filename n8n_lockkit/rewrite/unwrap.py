@@ -8,6 +8,9 @@ from typing import Any
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.graph import Workflow
 from n8n_lockkit.rewrite.wrap import (
+    BEFORE_EMPTY_ERROR_WORKFLOW,
+    BEFORE_MARK,
+    BEFORE_NO_SETTINGS,
     HANDLER_ID,
     LOCK_SHIFT,
     RATE_SHIFT,
@@ -41,6 +44,27 @@ def _values(workflow: Workflow, role: str) -> dict[str, Any] | None:
             values: dict[str, Any] = node["parameters"]["workflowInputs"]["value"]
             return values
     return None
+
+
+def _before_lock_on_error(workflow: Workflow) -> str | None:
+    """What settings held before --lock-on-error, where wrap had to note it."""
+    for node in graph.nodes(workflow):
+        notes = str(node.get("notes", ""))
+        if role_of(node) == "lock-release" and BEFORE_MARK in notes:
+            return notes.split(BEFORE_MARK, 1)[1]
+    return None
+
+
+def _restore_settings(result: Workflow, before: str | None) -> None:
+    """Take the cleanup handler off settings, as they were before --lock-on-error."""
+    settings = _settings(result)
+    if settings.get("errorWorkflow") != HANDLER_ID:
+        return
+    del settings["errorWorkflow"]
+    if before == BEFORE_EMPTY_ERROR_WORKFLOW:
+        settings["errorWorkflow"] = ""
+    elif before == BEFORE_NO_SETTINGS and not settings:
+        del result["settings"]
 
 
 def _settings(workflow: Workflow) -> dict[str, Any]:
@@ -131,9 +155,5 @@ def unwrap(workflow: Workflow) -> Workflow:
             )
     graph.normalise(result)
     graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
-    settings = _settings(result)
-    if settings.get("errorWorkflow") == HANDLER_ID:
-        del settings["errorWorkflow"]
-        if not settings:
-            del result["settings"]  # wrap made it for the handler; n8n reads none as {}
+    _restore_settings(result, _before_lock_on_error(workflow))
     return result

@@ -40,6 +40,9 @@ from n8n_lockkit.rewrite.wrap_nodes import (
 )
 
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
+BEFORE_MARK = "; before --lock-on-error: "
+BEFORE_NO_SETTINGS = "no settings"
+BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
 LOCK_SHIFT = 440
 RATE_SHIFT = 660
 STEP = 220
@@ -540,6 +543,11 @@ def _set_output(
 def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:
     if not lock_on_error:
         return
+    before = None
+    if not isinstance(workflow.get("settings"), dict):
+        before = BEFORE_NO_SETTINGS
+    elif workflow["settings"].get("errorWorkflow") == "":
+        before = BEFORE_EMPTY_ERROR_WORKFLOW
     settings = workflow.setdefault("settings", {})
     current = settings.get("errorWorkflow")
     if current and current != HANDLER_ID:
@@ -549,3 +557,8 @@ def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:
             "your own error workflow",
         )
     settings["errorWorkflow"] = HANDLER_ID
+    if before:
+        # unwrap reads it back: n8n (and push) treat absent settings unlike {} (push then adds
+        # executionOrder v1), so taking the handler off must restore exactly what was there.
+        release = next(n for n in workflow["nodes"] if role_of(n) == "lock-release")
+        release["notes"] += f"{BEFORE_MARK}{before}"

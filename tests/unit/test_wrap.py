@@ -288,10 +288,32 @@ def test_renewal_before_an_unknown_node_is_refused() -> None:
 def test_unwrap_restores_what_the_public_corpus_showed_drifting() -> None:
     body = load("code_heavy")
     del body["settings"]  # exports without settings: wrap adds them for the handler only
-    body["nodes"][1]["position"] = [123.456, 80.5]  # float sums would round on the way back
+    body["nodes"][1]["position"] = [
+        263.7746189766141,
+        80.5,
+    ]  # x + 1100 - 1100 rounds to another float
     body["connections"]["Parse"]["ai_tool"] = [[]]  # an AI-style kind beside main
     wrapped = wrap(body, "code_heavy", LOCK, RATE)
     restored = unwrap(wrapped)
     assert "settings" not in restored
-    assert restored["nodes"][1]["position"] == [123.456, 80.5]
+    assert restored["nodes"][1]["position"] == [263.7746189766141, 80.5]
     assert restored == wrap(body, "code_heavy", None, None)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [None, {}, {"errorWorkflow": ""}, {"executionOrder": "v1"}],
+    ids=["absent", "empty", "empty-error-workflow", "order-only"],
+)
+def test_unwrap_gives_back_exactly_the_settings_lock_on_error_found(
+    settings: dict[str, Any] | None,
+) -> None:
+    body = load("code_heavy")
+    body.pop("settings")
+    if settings is not None:
+        body["settings"] = settings
+    wrapped = wrap(body, "code_heavy", LOCK, None)
+    assert wrapped["settings"]["errorWorkflow"] == HANDLER_ID
+    restored = unwrap(wrapped)
+    assert restored.get("settings", "absent") == (settings if settings is not None else "absent")
+    assert wrap(restored, "code_heavy", LOCK, None) == wrapped
