@@ -184,7 +184,7 @@ def test_reap_heals_a_counter_its_holder_never_wrote_a_record_for(
 
 
 def test_stats_count_what_the_executions_and_commands_did(
-    lockbed: LockBed, ops: OpsCli, unique_name: str
+    lockbed: LockBed, ops: OpsCli, unique_name: str, unhandled_caller: str
 ) -> None:
     acquired(lockbed.lock(unique_name))  # acquired and released
     failed = lockbed.lock(unique_name, fail=True, ttl=120)  # healed by the cleanup handler
@@ -192,8 +192,8 @@ def test_stats_count_what_the_executions_and_commands_did(
     wait_until(lambda: not lockbed.redis.exists(f"n8n-lock-{unique_name}"), 5, "healed")
     acquired(lockbed.lock(unique_name, release=False))  # then force-released
     ops("release", unique_name, "--force", "--yes")
-    with ThreadPoolExecutor(1) as pool:  # stopped, then reaped
-        call = hold_in_background(pool, lockbed, unique_name)
+    with ThreadPoolExecutor(1) as pool:  # stopped, then reaped (no handler to race reap)
+        call = hold_in_background(pool, lockbed, unique_name, unhandled_caller)
         stop_execution(lockbed.n8n, holder_execution(lockbed, unique_name))
         call.result(timeout=60)
     ops("reap", "--scope", unique_name)
