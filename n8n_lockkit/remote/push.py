@@ -190,7 +190,8 @@ class Pusher:
         if target.unreadable:
             return self._fail(target, "update", *target.unreadable)
         workflow_id, name = self._registered(target.key)
-        name = name or str(target.item.workflow.get("name", target.key))
+        # A nameless or blank-named export takes its key: n8n refuses an empty name (400).
+        name = name or str(target.item.workflow.get("name") or "").strip() or target.key
         body = request_body(target.item, self._env_data(), name)
         if target.remote is None:
             action = "recreate" if workflow_id else "create"

@@ -541,3 +541,20 @@ def test_redis_credential_is_created_and_recorded(
     again = invoke("redis-credential", "--host", "redis", cwd=workspace)
     assert again.exit_code == 0 and "identical" in again.stderr
     assert fake.calls.count(("POST", "/credentials")) == 1
+
+
+@pytest.mark.parametrize("name", [None, "", "   "], ids=["absent", "empty", "blank"])
+def test_a_workflow_without_a_usable_name_is_named_after_its_key(
+    ready: Path, invoke: Invoke, fake: FakeN8n, name: str | None
+) -> None:
+    caller(ready)
+    path = ready / "workflows" / "orders.template.json"
+    workflow = json.loads(path.read_text())
+    workflow.pop("name", None)
+    if name is not None:
+        workflow["name"] = name
+    path.write_text(json.dumps(workflow))
+    result = invoke("push", cwd=ready)
+    assert result.exit_code == 0, explain(result)
+    assert fake.workflows[recorded_ids(ready)["orders"]]["name"] == "orders"
+    assert name_of(ready, "orders") == "orders"
