@@ -132,6 +132,12 @@ def plan_add_lock(
     body = unwrap(workflow)
     wrapped = wrap(body, key, config, rate)
     messages += _unknown_entries(body)
+    if (body.get("settings") or {}).get("executionOrder") != "v1":
+        messages.append(
+            "the workflow stated no execution order, so n8n would run it in its legacy order; "
+            "n8nlock set settings.executionOrder to v1 (what n8n's editor sets since 1.0), "
+            "which the lock's single release relies on"
+        )
     if scope.static is not None:
         for env in envs:
             env.add_lock_scope(scope.static)

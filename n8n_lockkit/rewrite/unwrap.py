@@ -10,6 +10,7 @@ from n8n_lockkit.rewrite.graph import Workflow
 from n8n_lockkit.rewrite.wrap import (
     BEFORE_EMPTY_ERROR_WORKFLOW,
     BEFORE_MARK,
+    BEFORE_NO_ORDER,
     BEFORE_NO_SETTINGS,
     HANDLER_ID,
     LOCK_SHIFT,
@@ -46,25 +47,26 @@ def _values(workflow: Workflow, role: str) -> dict[str, Any] | None:
     return None
 
 
-def _before_lock_on_error(workflow: Workflow) -> str | None:
-    """What settings held before --lock-on-error, where wrap had to note it."""
+def _before_wrap(workflow: Workflow) -> list[str]:
+    """What settings held before wrap changed them, as wrap noted on Lock Release."""
     for node in graph.nodes(workflow):
         notes = str(node.get("notes", ""))
         if role_of(node) == "lock-release" and BEFORE_MARK in notes:
-            return notes.split(BEFORE_MARK, 1)[1]
-    return None
+            return notes.split(BEFORE_MARK, 1)[1].split(", ")
+    return []
 
 
-def _restore_settings(result: Workflow, before: str | None) -> None:
-    """Take the cleanup handler off settings, as they were before --lock-on-error."""
+def _restore_settings(result: Workflow, before: list[str]) -> None:
+    """Take off what wrap put into settings: the cleanup handler, executionOrder v1."""
     settings = _settings(result)
-    if settings.get("errorWorkflow") != HANDLER_ID:
-        return
-    del settings["errorWorkflow"]
-    if before == BEFORE_EMPTY_ERROR_WORKFLOW:
-        settings["errorWorkflow"] = ""
-    elif before == BEFORE_NO_SETTINGS and not settings:
-        del result["settings"]
+    if settings.get("errorWorkflow") == HANDLER_ID:
+        del settings["errorWorkflow"]
+        if BEFORE_EMPTY_ERROR_WORKFLOW in before:
+            settings["errorWorkflow"] = ""
+    if BEFORE_NO_ORDER in before:
+        settings.pop("executionOrder", None)
+    if BEFORE_NO_SETTINGS in before and not settings:
+        result.pop("settings", None)
 
 
 def _settings(workflow: Workflow) -> dict[str, Any]:
@@ -155,5 +157,5 @@ def unwrap(workflow: Workflow) -> Workflow:
             )
     graph.normalise(result)
     graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
-    _restore_settings(result, _before_lock_on_error(workflow))
+    _restore_settings(result, _before_wrap(workflow))
     return result

@@ -40,8 +40,11 @@ from n8n_lockkit.rewrite.wrap_nodes import (
 )
 
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
-BEFORE_MARK = "; before --lock-on-error: "
+# What wrap changed in settings, noted on Lock Release so that unwrap can give back exactly
+# what was there: push treats absent settings unlike {} (it adds executionOrder v1 then).
+BEFORE_MARK = "; before n8nlock: "
 BEFORE_NO_SETTINGS = "no settings"
+BEFORE_NO_ORDER = "no executionOrder"
 BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
 LOCK_SHIFT = 440
 RATE_SHIFT = 660
@@ -528,7 +531,10 @@ def wrap(
     if lock:
         _release(b, acquires, restores, ends)
         _renewals(b, acquires, lock)
-        _set_error_workflow(workflow, lock.lock_on_error)
+        _note_before(
+            workflow,
+            [*_set_execution_order(workflow), *_set_error_workflow(workflow, lock.lock_on_error)],
+        )
     return workflow
 
 
@@ -540,16 +546,32 @@ def _set_output(
     main[output] = links
 
 
-def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:
-    if not lock_on_error:
-        return
-    before = None
-    if not isinstance(workflow.get("settings"), dict):
-        before = BEFORE_NO_SETTINGS
-    elif workflow["settings"].get("errorWorkflow") == "":
-        before = BEFORE_EMPTY_ERROR_WORKFLOW
+def _set_execution_order(workflow: Workflow) -> list[str]:
+    """Lock Join releases once, after every branch, under n8n's v1 execution order only. n8n's
+    editor writes v1 into every workflow since 1.0, but an older export (or `settings: {}`)
+    states none, and n8n then runs the legacy order: set v1 there, refuse an explicit v0."""
+    settings = workflow.get("settings")
+    before = [] if isinstance(settings, dict) else [BEFORE_NO_SETTINGS]
     settings = workflow.setdefault("settings", {})
+    order = settings.get("executionOrder")
+    if order == "v1":
+        return before
+    if order is not None:
+        raise WrapError(
+            f"the workflow runs in n8n's legacy execution order ({order!r}); the lock releases "
+            "once after every branch only under v1",
+            hint="set Settings → Execution Order to v1 in n8n (check that its branches still "
+            'run as you mean), or "executionOrder": "v1" in the file, then run this again',
+        )
+    settings["executionOrder"] = "v1"
+    return [*before, BEFORE_NO_ORDER]
+
+
+def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> list[str]:
+    settings = workflow["settings"]
     current = settings.get("errorWorkflow")
+    if not lock_on_error:
+        return []
     if current and current != HANDLER_ID:
         raise WrapError(
             f"the workflow already names error workflow {current!r}; n8n allows only one",
@@ -557,8 +579,10 @@ def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> None:
             "your own error workflow",
         )
     settings["errorWorkflow"] = HANDLER_ID
+    return [BEFORE_EMPTY_ERROR_WORKFLOW] if current == "" else []
+
+
+def _note_before(workflow: Workflow, before: list[str]) -> None:
     if before:
-        # unwrap reads it back: n8n (and push) treat absent settings unlike {} (push then adds
-        # executionOrder v1), so taking the handler off must restore exactly what was there.
         release = next(n for n in workflow["nodes"] if role_of(n) == "lock-release")
-        release["notes"] += f"{BEFORE_MARK}{before}"
+        release["notes"] += BEFORE_MARK + ", ".join(before)

@@ -313,3 +313,32 @@ def acquire_values(root: Path, key: str) -> dict[str, object]:
     acquire = next(n for n in nodes if n["name"] == "Lock Acquire")  # type: ignore[attr-defined]
     values: dict[str, object] = acquire["parameters"]["workflowInputs"]["value"]
     return values
+
+
+def test_a_workflow_that_states_no_execution_order_gets_v1_and_is_told(
+    locked: Path, invoke: Invoke
+) -> None:
+    path = locked / "workflows" / "code_heavy.template.json"
+    data = json.loads(path.read_text())
+    data["settings"] = {}
+    path.write_text(json.dumps(data))
+    result = add_lock(invoke, locked, "code_heavy", "invoices", "--ttl-seconds", "60")
+    assert result.exit_code == 0, explain(result)
+    assert "n8nlock set settings.executionOrder to v1" in " ".join(result.stderr.split())
+    assert workflow(locked, "code_heavy")["settings"] == {"executionOrder": "v1"}
+    again = add_lock(invoke, locked, "code_heavy", "invoices", "--ttl-seconds", "60")
+    assert again.exit_code == 0 and "nothing to do" in again.stderr, explain(again)
+
+
+def test_a_workflow_in_the_legacy_order_is_refused_and_left_as_it_was(
+    locked: Path, invoke: Invoke
+) -> None:
+    path = locked / "workflows" / "code_heavy.template.json"
+    data = json.loads(path.read_text())
+    data["settings"]["executionOrder"] = "v0"
+    path.write_text(json.dumps(data))
+    before = snapshot(locked)
+    result = add_lock(invoke, locked, "code_heavy", "invoices")
+    assert result.exit_code == 3, explain(result)
+    assert result.stderr.startswith("Error: the workflow runs in n8n's legacy execution order")
+    assert snapshot(locked) == before

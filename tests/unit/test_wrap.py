@@ -302,10 +302,10 @@ def test_unwrap_restores_what_the_public_corpus_showed_drifting() -> None:
 
 @pytest.mark.parametrize(
     "settings",
-    [None, {}, {"errorWorkflow": ""}, {"executionOrder": "v1"}],
-    ids=["absent", "empty", "empty-error-workflow", "order-only"],
+    [None, {}, {"errorWorkflow": ""}, {"executionOrder": "v1"}, {"timezone": "UTC"}],
+    ids=["absent", "empty", "empty-error-workflow", "order-only", "no-order"],
 )
-def test_unwrap_gives_back_exactly_the_settings_lock_on_error_found(
+def test_unwrap_gives_back_exactly_the_settings_wrap_found(
     settings: dict[str, Any] | None,
 ) -> None:
     body = load("code_heavy")
@@ -314,6 +314,15 @@ def test_unwrap_gives_back_exactly_the_settings_lock_on_error_found(
         body["settings"] = settings
     wrapped = wrap(body, "code_heavy", LOCK, None)
     assert wrapped["settings"]["errorWorkflow"] == HANDLER_ID
+    assert wrapped["settings"]["executionOrder"] == "v1", "the join needs n8n's v1 order"
     restored = unwrap(wrapped)
     assert restored.get("settings", "absent") == (settings if settings is not None else "absent")
     assert wrap(restored, "code_heavy", LOCK, None) == wrapped
+
+
+def test_a_workflow_in_the_legacy_execution_order_is_refused_for_a_lock_not_a_rate_limit() -> None:
+    body = load("code_heavy")
+    body["settings"]["executionOrder"] = "v0"
+    with pytest.raises(WrapError, match="legacy execution order \\('v0'\\)"):
+        wrap(body, "code_heavy", LOCK, None)
+    assert wrap(body, "code_heavy", None, RATE)["settings"]["executionOrder"] == "v0"
