@@ -187,10 +187,6 @@ class Scan:
     foreign: list[ForeignKey]
 
 
-def stats_key(hour: str, metric: str, scope: str) -> str:
-    return f"{keys.STATS_PREFIX}{hour}:{metric}:{scope}"
-
-
 def current_hour(redis_now_ms: int) -> str:
     """The hour bucket the primitives write now (UTC, yyyymmddhh, like `toISOString`)."""
     return datetime.fromtimestamp(redis_now_ms / 1000, tz=timezone.utc).strftime("%Y%m%d%H")
@@ -260,7 +256,7 @@ class LockStore:
     def delete_if_unchanged(self, state: LockState, metric: str) -> bool:
         """Delete the record and the counter only if both are still what `state` saw; count
         `metric` for the scope in the same atomic step."""
-        stats = stats_key(current_hour(state.redis_now_ms), metric, state.scope)
+        stats = keys.stats_key(current_hour(state.redis_now_ms), metric, state.scope)
         arguments: list[str | int] = [
             state.counter or "",
             state.meta_raw or "",

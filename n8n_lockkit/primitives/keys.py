@@ -49,5 +49,9 @@ def left_key(scope: str) -> str:
     return f"{LEFT_PREFIX}{scope}"
 
 
+def stats_key(hour: str, metric: str, scope: str) -> str:
+    return f"{STATS_PREFIX}{hour}:{metric}:{scope}"
+
+
 def index_key(workflow_id: str, execution_id: str) -> str:
     return f"{INDEX_PREFIX}{workflow_id}:{execution_id}"

@@ -34,17 +34,24 @@ def is_trigger(node: Node) -> bool:
     return node_types.is_trigger_type(str(node.get("type", "")))
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one: exports come in odd shapes."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
 def nodes(workflow: Mapping[str, Any]) -> list[Node]:
     """The workflow's nodes that are objects with a name (exports can hold stranger things)."""
-    found = workflow.get("nodes")
-    if not isinstance(found, list):
-        return []
+    found = as_list(workflow.get("nodes"))
     return [n for n in found if isinstance(n, dict) and isinstance(n.get("name"), str)]
 
 
 def connections(workflow: Mapping[str, Any]) -> dict[str, Any]:
-    found = workflow.get("connections")
-    return found if isinstance(found, dict) else {}
+    return as_dict(workflow.get("connections"))
 
 
 def _has_incoming(workflow: Mapping[str, Any]) -> set[str]:
@@ -108,13 +115,9 @@ def targets(workflow: Mapping[str, Any], name: str) -> Iterator[str]:
             yield str(link_["node"])
 
 
-def _mapping(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def output_count(node: Node) -> int:
     """How many main outputs a node has: known multi-output nodes, plus an error output."""
-    parameters = _mapping(node.get("parameters"))
+    parameters = as_dict(node.get("parameters"))
     node_type = node.get("type", "")
     count = 1
     if node_type in ("n8n-nodes-base.if", "n8n-nodes-base.splitInBatches"):
@@ -123,7 +126,7 @@ def output_count(node: Node) -> int:
         count = 4
     elif node_type == "n8n-nodes-base.switch":
         count = _switch_outputs(node)
-    elif node_type == "n8n-nodes-base.filter" and _mapping(parameters.get("options")).get(
+    elif node_type == "n8n-nodes-base.filter" and as_dict(parameters.get("options")).get(
         "allowFailedItems"
     ):
         count = 2
@@ -133,15 +136,15 @@ def output_count(node: Node) -> int:
 
 
 def _switch_outputs(node: Node) -> int:
-    parameters = _mapping(node.get("parameters"))
+    parameters = as_dict(node.get("parameters"))
     version = node.get("typeVersion", 1)
     if isinstance(version, (int, float)) and version < 3:
         return 4
     if parameters.get("mode") == "expression":
         outputs_ = parameters.get("numberOutputs", 4)
         return outputs_ if isinstance(outputs_, int) else 4  # an expression: n8n decides
-    rules = _mapping(parameters.get("rules")).get("values")
-    extra = _mapping(parameters.get("options")).get("fallbackOutput") == "extra"
+    rules = as_dict(parameters.get("rules")).get("values")
+    extra = as_dict(parameters.get("options")).get("fallbackOutput") == "extra"
     return (len(rules) if isinstance(rules, list) else 0) + (1 if extra else 0)
 
 

@@ -58,7 +58,7 @@ def _before_wrap(workflow: Workflow) -> list[str]:
 
 def _restore_settings(result: Workflow, before: list[str]) -> None:
     """Take off what wrap put into settings: the cleanup handler, executionOrder v1."""
-    settings = _settings(result)
+    settings = graph.as_dict(result.get("settings"))
     if settings.get("errorWorkflow") == HANDLER_ID:
         del settings["errorWorkflow"]
         if BEFORE_EMPTY_ERROR_WORKFLOW in before:
@@ -67,11 +67,6 @@ def _restore_settings(result: Workflow, before: list[str]) -> None:
         settings.pop("executionOrder", None)
     if BEFORE_NO_SETTINGS in before and not settings:
         result.pop("settings", None)
-
-
-def _settings(workflow: Workflow) -> dict[str, Any]:
-    settings = workflow.get("settings")
-    return settings if isinstance(settings, dict) else {}
 
 
 def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
@@ -95,7 +90,8 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfi
             ttl_seconds=int(values["ttl_seconds"]),
             max_wait_seconds=int(values["max_wait_seconds"]),
             fail_fast=values.get("wait_till_lock_released") is False,
-            lock_on_error=_settings(workflow).get("errorWorkflow") == HANDLER_ID,
+            lock_on_error=graph.as_dict(workflow.get("settings")).get("errorWorkflow")
+            == HANDLER_ID,
             renew_before=tuple(
                 str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
                 for n in graph.nodes(workflow)

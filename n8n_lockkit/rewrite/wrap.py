@@ -110,15 +110,8 @@ class _Builder:
     def free_spot(self, wanted: list[int]) -> list[int]:
         """`wanted`, or the nearest spot below or above it where no node sits."""
         x, y = wanted
-        taken = [
-            n["position"]
-            for n in self.workflow["nodes"]
-            if n.get("type") != graph.STICKY_NOTE and "position" in n
-        ]
         for dy in (0, *(d * sign for d in range(160, 1600, 160) for sign in (1, -1))):
-            if all(
-                abs(px - x) >= NODE_WIDTH or abs(py - (y + dy)) >= NODE_HEIGHT for px, py in taken
-            ):
+            if self._is_free([x, y + dy]):
                 return [x, y + dy]
         return [x, y]
 

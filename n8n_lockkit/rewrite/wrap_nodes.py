@@ -96,9 +96,10 @@ def code(source: str) -> dict[str, Any]:
     return {"mode": "runOnceForAllItems", "language": "javaScript", "jsCode": source}
 
 
-def js_string(text: str) -> str:
-    """A JavaScript string literal, readable as it stands in the n8n editor (no \\u escapes)."""
-    return json.dumps(text, ensure_ascii=False)
+def js_literal(value: Any) -> str:
+    """A JavaScript literal of `value`, readable as it stands in the n8n editor (no \\u
+    escapes)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def restore_items(trigger: str, output: int = 0) -> dict[str, Any]:
@@ -107,21 +108,21 @@ def restore_items(trigger: str, output: int = 0) -> dict[str, Any]:
     items = f"all({output})" if output else "all()"
     return code(
         f"// n8nlock: hand the body the trigger's items again\n"
-        f"return $({js_string(trigger)}).{items};"
+        f"return $({js_literal(trigger)}).{items};"
     )
 
 
 def acquired(acquires: list[str], field: str) -> str:
     if len(acquires) == 1:
-        return f"={{{{ $({js_string(acquires[0])}).first().json.{field} }}}}"
-    names = json.dumps(acquires, ensure_ascii=False)
+        return f"={{{{ $({js_literal(acquires[0])}).first().json.{field} }}}}"
+    names = js_literal(acquires)
     return f"={{{{ {names}.map((n) => $(n)).find((n) => n.isExecuted).first().json.{field} }}}}"
 
 
 def output_code(terminals: list[tuple[str, int]]) -> dict[str, Any]:
     # n8n answers a "last node" webhook with the first output of the node that ran last;
     # of the body's end nodes, the one that ran last is the last of them that ran at all.
-    names = json.dumps(list(dict.fromkeys(name for name, _ in terminals)), ensure_ascii=False)
+    names = js_literal(list(dict.fromkeys(name for name, _ in terminals)))
     return code(
         "// n8nlock: answer as the body's last node would (for 'last node' webhooks)\n"
         f"const ends = {names};\n"

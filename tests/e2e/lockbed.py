@@ -136,3 +136,17 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> floa
             raise AssertionError(f"{what}: not true after {timeout:g} s")
         time.sleep(0.05)
     return time.monotonic() - start
+
+
+def stat(lockbed: LockBed, metric: str, scope: str) -> int:
+    """What the primitives counted for `metric` of `scope`, over every hour kept."""
+    keys = lockbed.redis.scan_iter(match=f"n8nlock:stats:*:{metric}:{scope}")
+    return sum(int(lockbed.redis.get(key) or 0) for key in keys)
+
+
+def acquired(call: Call) -> dict[str, Any]:
+    """What Lock Acquire answered, after checking the e2e-lock caller got the lock."""
+    assert call.status == 200 and isinstance(call.body, dict), call
+    assert call.body.get("acquire", {}).get("acquired") is True, call.body
+    result: dict[str, Any] = call.body["acquire"]
+    return result

@@ -9,26 +9,19 @@ import itertools
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
 
 import pytest
 
-from tests.e2e.lockbed import REGISTERED_SCOPE, Call, LockBed, run_cli, wait_until
+from tests.e2e.lockbed import (
+    REGISTERED_SCOPE,
+    LockBed,
+    acquired,
+    run_cli,
+    stat,
+    wait_until,
+)
 
 MARGIN = 2.5  # n8n's own overhead per call on a 2-core machine, with room to spare
-
-
-def stat(lockbed: LockBed, metric: str, scope: str) -> int:
-    """What the primitives counted for `metric` of `scope`, over every hour kept."""
-    keys = lockbed.redis.scan_iter(match=f"n8nlock:stats:*:{metric}:{scope}")
-    return sum(int(lockbed.redis.get(key) or 0) for key in keys)
-
-
-def acquired(call: Call) -> dict[str, Any]:
-    assert call.status == 200 and isinstance(call.body, dict), call
-    assert call.body.get("acquire", {}).get("acquired") is True, call.body
-    result: dict[str, Any] = call.body["acquire"]
-    return result
 
 
 def test_l01_uncontended_acquire_and_release_leave_no_lock_behind(

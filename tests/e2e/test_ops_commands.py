@@ -20,8 +20,15 @@ import requests
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
-from tests.e2e.lockbed import API_KEY_VARIABLE, Call, LockBed, run_cli, wait_until
-from tests.e2e.test_lock_primitives import acquired, stat
+from tests.e2e.lockbed import (
+    API_KEY_VARIABLE,
+    Call,
+    LockBed,
+    acquired,
+    run_cli,
+    stat,
+    wait_until,
+)
 from tests.testbed.client import OWNER
 from tests.testbed.endpoints import N8nInstance
 

@@ -16,6 +16,11 @@ from typing import Any
 from n8n_lockkit.check.findings import Severity
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 
+# Re-exported: the rules read every shape helper from here.
+from n8n_lockkit.rewrite.graph import STICKY_NOTE as STICKY_NOTE
+from n8n_lockkit.rewrite.graph import as_dict as as_dict
+from n8n_lockkit.rewrite.graph import as_list as as_list
+
 MARKER = "// @n8n-evol-I:primitive"
 
 # The public API's create/update schema (spec/schemas/workflow.yml): writable keys, and the
@@ -102,21 +107,10 @@ WAIT = "n8n-nodes-base.wait"
 EXECUTE_WORKFLOW = "n8n-nodes-base.executeWorkflow"
 SUB_TRIGGER = "n8n-nodes-base.executeWorkflowTrigger"
 ERROR_TRIGGER = "n8n-nodes-base.errorTrigger"
-STICKY_NOTE = "n8n-nodes-base.stickyNote"
 DEPRECATED_CODE = frozenset({"n8n-nodes-base.function", "n8n-nodes-base.functionItem"})
 
 Path = tuple[str | int, ...]
 Node = dict[str, Any]
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """`value` when it is a JSON object, else an empty one: rules read malformed shapes too."""
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list[Any]:
-    """`value` when it is a JSON array, else an empty one."""
-    return value if isinstance(value, list) else []
 
 
 def name_of(node: Node) -> str:
