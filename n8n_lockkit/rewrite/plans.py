@@ -92,8 +92,7 @@ def default_ttl(workflow: dict[str, Any]) -> tuple[int, str]:
 
     n8n stops an execution after `settings.executionTimeout` seconds, so the lock need not
     outlive that (plus a margin for the release to run)."""
-    settings = workflow.get("settings")
-    timeout = settings.get("executionTimeout") if isinstance(settings, dict) else None
+    timeout = graph.as_dict(workflow.get("settings")).get("executionTimeout")
     if isinstance(timeout, int) and not isinstance(timeout, bool) and timeout > 0:
         ttl = timeout + TIMEOUT_MARGIN_SECONDS
         return ttl, f"settings.executionTimeout ({timeout} s) + {TIMEOUT_MARGIN_SECONDS} s"
@@ -105,19 +104,20 @@ def plan_add_lock(
 ) -> Plan:
     """The workflow wrapped in `config`'s lock; a `ttl_seconds` of None takes `default_ttl`."""
     path, text, workflow = load_workflow(workspace, key)
+    existing, rate = read_configs(workflow)
+    body = unwrap(workflow)
     messages: list[str] = []
-    existing, _ = read_configs(workflow)
-    if config.ttl_seconds is None and existing is not None:
-        config = replace(config, ttl_seconds=existing.ttl_seconds)  # keeps what it had
-    elif config.ttl_seconds is None:
-        ttl, source = default_ttl(unwrap(workflow))
-        config = replace(config, ttl_seconds=ttl)
+    ttl = config.ttl_seconds
+    if ttl is None and existing is not None:
+        ttl = existing.ttl_seconds  # a re-run keeps what the workflow has
+    elif ttl is None:
+        ttl, source = default_ttl(body)
         messages.append(
             f"lock TTL {ttl} s, from {source}: a body that runs longer must renew the lock "
             "(--renew-before NODE) or pass --ttl-seconds"
         )
-    assert config.ttl_seconds is not None
-    _at_least_one(ttl_seconds=config.ttl_seconds, max_wait_seconds=config.max_wait_seconds)
+    config = replace(config, ttl_seconds=ttl)
+    _at_least_one(ttl_seconds=ttl or 0, max_wait_seconds=config.max_wait_seconds)
     scope = parse_scope(config.scope)
     needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key]
     how = "n8nlock create-lock"
@@ -128,11 +128,9 @@ def plan_add_lock(
         needed.append(LOCK_RENEW.key)
         how += " --include-renew"
     _require(workspace, envs, needed, how)
-    _, rate = read_configs(workflow)
-    body = unwrap(workflow)
     wrapped = wrap(body, key, config, rate)
     messages += _unknown_entries(body)
-    if (body.get("settings") or {}).get("executionOrder") != "v1":
+    if graph.as_dict(body.get("settings")).get("executionOrder") != "v1":
         messages.append(
             "the workflow stated no execution order, so n8n would run it in its legacy order; "
             "n8nlock set settings.executionOrder to v1 (what n8n's editor sets since 1.0), "
