@@ -1,21 +1,41 @@
 """The Redis keys n8nlock's primitives write, as the operator commands read them.
 
-The JavaScript in `templates/js/` builds the same names; `tests/e2e` proves both agree.
+Engine v2 (format 2) is a ticket lock with N lanes, N = `--max-concurrent` (1: a mutex). The
+JavaScript in `templates/js/engine/` builds the same names; `tests/e2e` proves both agree.
 
-- `n8n-lock-<scope>`: the holder counter (INCR by the winner), with the lock's TTL.
-- `n8n-lock-<scope>:meta`: the ownership record (JSON), with the lock's TTL.
-- `n8n-lock-<scope>:fence`: a counter, TTL max(7 days, 2 × TTL) refreshed per acquisition.
-- `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> lock_id, TTL + 1 hour: the
-  cleanup index (execution ids repeat across n8n instances; workflow ids do not).
-- `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days.
-- `n8nlock:arrived:<scope>`, `n8nlock:left:<scope>`: waiters count themselves in at their first
-  wait and out when they leave (acquired or timed out); waiting = arrived - left. TTL max wait
-  + TTL, refreshed by each count.
+- `n8n-lock-<scope>:ticket`: INCR by every arrival. A scalar without TTL: the ticket is the
+  fence, and it must never go back while a lane remembers a later ticket.
+- `n8n-lock-<scope>:served:<k>`: the last ticket that left lane k = ticket % N (SET, no TTL).
+  Ticket t holds the lock when t == served + N: lanes serve their tickets in order.
+- `n8n-lock-<scope>:meta:<k>`: lane k's holder (JSON: lock_id, scope, ticket, fence, slots,
+  workflow_id, workflow_name, execution_id, locked_at/locked_ms, expires_at/expires_ms,
+  ttl_seconds), with the lock's TTL. A release overwrites it with {released: true, ticket,
+  lock_id, released_at} for 5 s before it advances `served`.
+- `n8n-lock-<scope>:gone:<t>`: ticket t gave up (timeout, fail-fast); the waiter behind skips it
+  at once. A head that neither enters nor leaves this mark is skipped after SKIP_GRACE_SECONDS.
+- `n8n-lock-<scope>:hold_ms`: the scope's average hold time in ms (7 days), so that waiters
+  sleep until their turn instead of polling.
+- `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> JSON {lock_id, ticket, slots}, TTL
+  + 1 hour: the cleanup index (execution ids repeat across n8n instances; workflow ids do not).
+- `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days: arrived (every caller),
+  busy, timeout, waited and wait_le_<bucket> (callers that waited), healed, force_released,
+  reaped. Acquired = arrived - busy - timeout; those that did not wait are in the first bucket.
+
+Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fence` and
+`n8nlock:arrived:`/`n8nlock:left:`; the `*_v1` names below read it for the upgrade check.
 """
 
 from __future__ import annotations
 
+FORMAT = 2
 LOCK_PREFIX = "n8n-lock-"
+TICKET_SUFFIX = ":ticket"
+SERVED_SUFFIX = ":served:"
+LANE_META_SUFFIX = ":meta:"
+GONE_SUFFIX = ":gone:"
+HOLD_SUFFIX = ":hold_ms"
+SKIP_GRACE_SECONDS = 5
+RELEASED_META_TTL_SECONDS = 5
 META_SUFFIX = ":meta"
 FENCE_SUFFIX = ":fence"
 INDEX_PREFIX = "n8nlock:exec:"
@@ -55,3 +75,33 @@ def stats_key(hour: str, metric: str, scope: str) -> str:
 
 def index_key(workflow_id: str, execution_id: str) -> str:
     return f"{INDEX_PREFIX}{workflow_id}:{execution_id}"
+
+
+def ticket_key(scope: str) -> str:
+    return f"{LOCK_PREFIX}{scope}{TICKET_SUFFIX}"
+
+
+def served_key(scope: str, lane: int) -> str:
+    return f"{LOCK_PREFIX}{scope}{SERVED_SUFFIX}{lane}"
+
+
+def lane_meta_key(scope: str, lane: int) -> str:
+    return f"{LOCK_PREFIX}{scope}{LANE_META_SUFFIX}{lane}"
+
+
+def gone_key(scope: str, ticket: int) -> str:
+    return f"{LOCK_PREFIX}{scope}{GONE_SUFFIX}{ticket}"
+
+
+def hold_key(scope: str) -> str:
+    return f"{LOCK_PREFIX}{scope}{HOLD_SUFFIX}"
+
+
+def lane_of(ticket: int, slots: int) -> int:
+    return ticket % slots
+
+
+def head_of(served: int | None, lane: int, slots: int) -> int:
+    """The ticket that holds (or is next to hold) lane `lane`, given its `served` value."""
+    first = lane if lane else slots
+    return (first - slots if served is None else served) + slots

@@ -1,0 +1,529 @@
+"""The lock engine as n8n nodes: one builder for the inline form and the sub-workflow primitives.
+
+Engine v2 is a ticket lock with N lanes (N = 1: a mutex). Keys, per scope (`keys.py`):
+
+    n8n-lock-<scope>:ticket      INCR per arrival; the ticket is also the fence
+    n8n-lock-<scope>:served:<k>  the last ticket that left lane k (SET; the lane's head is +N)
+    n8n-lock-<scope>:meta:<k>    the holder of lane k (JSON, the lock's TTL)
+    n8n-lock-<scope>:gone:<t>    ticket t gave up (timeout, fail-fast): skip it at once
+    n8n-lock-<scope>:hold_ms     average hold time, to sleep until one's turn
+
+Uncontended, a lock costs four Redis node executions (ticket, read, hold, release) and no Code
+node: the decisions are Set node expressions, which n8n evaluates without a task runner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from n8n_lockkit.errors import TemplateError
+from n8n_lockkit.primitives import keys
+
+Node = dict[str, Any]
+Connections = dict[str, Any]
+_NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
+MARK = "n8nlock:"
+STEP = 220
+ROW = 200
+MIN_POLL_MS = 20
+MAX_POLL_MS = 1000
+DEFAULT_HOLD_MS = 250
+# A head that has neither entered nor left a marker for this long is skipped. A live waiter
+# looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
+SKIP_GRACE_MS = keys.SKIP_GRACE_SECONDS * 1000
+REDIS_CREDENTIALS = {
+    "redis": {
+        "id": "{{@:env:credentials.redis.id}}",
+        "name": "{{@:env:credentials.redis.name}}",
+    }
+}
+
+
+@dataclass(frozen=True)
+class LockInputs:
+    """Where each input of a lock comes from: n8n parameter values (a literal, or an
+    expression `={{ … }}`, possibly inside text) evaluated on the first lock node."""
+
+    scope: str
+    ttl_seconds: Any = None
+    max_wait_seconds: Any = None
+    wait: Any = True
+    slots: Any = 1
+    execution_id: Any = "={{ $execution.id }}"
+    workflow_id: Any = "={{ $workflow.id }}"
+    workflow_name: Any = "={{ $workflow.name }}"
+    lock_id: Any = None
+
+
+@dataclass
+class Group:
+    """Nodes and their connections; `entry` takes the input, `exits` name the outputs."""
+
+    nodes: list[Node] = field(default_factory=list)
+    connections: Connections = field(default_factory=dict)
+    entry: str = ""
+    exits: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+    def add(self, node: Node) -> str:
+        self.nodes.append(node)
+        return str(node["name"])
+
+    def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
+        main = self.connections.setdefault(source, {}).setdefault("main", [])
+        while len(main) <= output:
+            main.append([])
+        main[output].append({"node": target, "type": "main", "index": index})
+
+
+def node(
+    key: str,
+    role: str,
+    name: str,
+    kind: str,
+    version: float,
+    position: list[int],
+    parameters: dict[str, Any],
+    **extra: Any,
+) -> Node:
+    """A node n8nlock owns: a deterministic id, and the note `n8nlock:<role>` that finds it."""
+    return {
+        "id": str(uuid.uuid5(_NODE_IDS, f"{key}:{role}:{name}")),
+        "name": name,
+        "type": kind,
+        "typeVersion": version,
+        "position": position,
+        "parameters": parameters,
+        "notes": f"{MARK}{role} — managed by n8nlock; re-run its command to change it",
+        **extra,
+    }
+
+
+def if_parameters(key: str, expression: str) -> dict[str, Any]:
+    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
+    return {
+        "conditions": {
+            "options": {
+                "caseSensitive": True,
+                "leftValue": "",
+                "typeValidation": "strict",
+                "version": 2,
+            },
+            "conditions": [
+                {
+                    "id": condition_id,
+                    "leftValue": f"={{{{ {expression} }}}}",
+                    "rightValue": True,
+                    "operator": {"type": "boolean", "operation": "true", "singleValue": True},
+                }
+            ],
+            "combinator": "and",
+        },
+        "options": {},
+    }
+
+
+def js_literal(value: Any) -> str:
+    """A JavaScript literal of `value`, readable as it stands in the n8n editor."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def value_js(value: Any) -> str:
+    """The JavaScript expression for an n8n parameter value: `={{ x }}` is `(x)`, text with
+    expressions inside is a concatenation, anything else is a literal."""
+    if not (isinstance(value, str) and value.startswith("=")):
+        return js_literal(value)
+    parts: list[str] = []
+    for index, piece in enumerate(re.split(r"\{\{(.*?)\}\}", value[1:], flags=re.S)):
+        if index % 2:
+            parts.append(f"({piece.strip()})")
+        elif piece:
+            parts.append(js_literal(piece))
+    if len(parts) == 1 and value[1:].strip().startswith("{{") and value.rstrip().endswith("}}"):
+        return parts[0]  # one expression alone keeps its type (a number stays a number)
+    return " + ".join(f"String({p})" if p.startswith("(") else p for p in parts) or '""'
+
+
+@cache
+def _script(name: str) -> str:
+    from n8n_lockkit.primitives.render import templates_dir
+
+    return (templates_dir() / "js" / "engine" / f"{name}.js").read_text(encoding="utf-8")
+
+
+def expression(name: str, tokens: dict[str, str]) -> str:
+    """`templates/js/engine/<name>.js` as one n8n expression that returns its object.
+
+    Comment lines go (they are for the reader of the file); `{{` and `}}` cannot appear, since
+    n8n would read them as the end of the expression.
+    """
+    lines = [line for line in _script(name).splitlines() if not line.strip().startswith("//")]
+    body = "\n".join(lines)
+    for token, replacement in tokens.items():
+        body = body.replace(token, replacement)
+    leftover = re.findall(r"__[A-Z_]+__", body)
+    if leftover:
+        raise TemplateError(f"engine script {name}.js: no value for {', '.join(leftover)}")
+    if "{{" in body or "}}" in body:
+        raise TemplateError(f"engine script {name}.js: '{{{{' or '}}}}' would end the expression")
+    return f"={{{{ (() => {{\n{body}\n}})() }}}}"
+
+
+def _ref(name: str) -> str:
+    return f"$({js_literal(name)})"
+
+
+@dataclass(frozen=True)
+class Names:
+    """The lock's node names; `label` tells several entries' chains apart."""
+
+    label: str = ""
+
+    def __call__(self, base: str) -> str:
+        return f"{base} ({self.label})" if self.label else base
+
+
+def _set_raw(key: str, role: str, name: str, position: list[int], script: str) -> Node:
+    return node(
+        key,
+        role,
+        name,
+        "n8n-nodes-base.set",
+        3.4,
+        position,
+        {"mode": "raw", "jsonOutput": script, "includeOtherFields": False, "options": {}},
+        executeOnce=True,
+    )
+
+
+def _split(key: str, role: str, name: str, position: list[int], field_name: str) -> Node:
+    return node(
+        key,
+        role,
+        name,
+        "n8n-nodes-base.splitOut",
+        1,
+        position,
+        {"fieldToSplitOut": field_name, "include": "noOtherFields", "options": {}},
+    )
+
+
+def _redis(
+    key: str, role: str, name: str, position: list[int], parameters: dict[str, Any], once: bool
+) -> Node:
+    return node(
+        key,
+        role,
+        name,
+        "n8n-nodes-base.redis",
+        1,
+        position,
+        parameters,
+        executeOnce=once,
+        retryOnFail=False,
+        credentials=REDIS_CREDENTIALS,
+    )
+
+
+def _if(key: str, role: str, name: str, position: list[int], test: str) -> Node:
+    return node(
+        key, role, name, "n8n-nodes-base.if", 2.2, position, if_parameters(key, test),
+        executeOnce=True,
+    )  # fmt: skip
+
+
+INCR_EACH = {
+    "operation": "incr",
+    "key": "={{ $json.key }}",
+    "expire": "={{ $json.expire }}",
+    "ttl": "={{ $json.ttl }}",
+}
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    default_ttl_seconds: int = 86400
+    default_max_wait_seconds: int = 86400
+
+
+def _state(name: str) -> str:
+    return f"$json.state === {js_literal(name)}"
+
+
+def _input_js(inputs: LockInputs) -> str:
+    fields = {
+        "scope": inputs.scope,
+        "ttl_seconds": inputs.ttl_seconds,
+        "max_wait_seconds": inputs.max_wait_seconds,
+        "wait": inputs.wait,
+        "slots": inputs.slots,
+        "execution_id": inputs.execution_id,
+        "workflow_id": inputs.workflow_id,
+        "workflow_name": inputs.workflow_name,
+        "lock_id": inputs.lock_id,
+    }
+    pairs = ", ".join(f"{name}: {value_js(value)}" for name, value in fields.items())
+    return f"const input = {{ {pairs} }};\n"
+
+
+def acquire(
+    key: str,
+    inputs: LockInputs,
+    origin: tuple[int, int],
+    names: Names = Names(),
+    options: EngineOptions = EngineOptions(),
+) -> Group:
+    """The acquire chain. `entry` takes the caller's items (the first one is read); the exit
+    `held` gives the held lock's record (one item per SET), `refused` nothing (it stops)."""
+    x, y = origin
+    g = Group()
+    n = names
+    context, ticket_items, take_ticket = (
+        n("Lock Context"),
+        n("Lock Ticket Items"),
+        n("Lock Take Ticket"),
+    )
+    look, read_items, read = n("Lock Look"), n("Lock Read Items"), n("Lock Read Line")
+    decide, enter = n("Lock Decide"), n("Lock Enter?")
+    hold_items, hold = n("Lock Hold Items"), n("Lock Hold")
+    keep_waiting, sleep = n("Lock Keep Waiting?"), n("Lock Sleep")
+    skip_test, skip = n("Lock Skip Head?"), n("Lock Skip Head")
+    requeue = n("Lock Requeue?")
+    leave, leave_items, count_leave, refused = (
+        n("Lock Leave Line"), n("Lock Give-Up Stats"), n("Lock Count Give-Up"), n("Lock Refused")
+    )  # fmt: skip
+    common = {
+        "__CONTEXT__": f"{_ref(context)}.first().json",
+        "__STATS_TTL__": str(keys.STATS_TTL_SECONDS),
+    }
+    context_js = _input_js(inputs) + ""
+    context_script = expression(
+        "context",
+        {
+            **common,
+            "__DEFAULT_TTL__": str(options.default_ttl_seconds),
+            "__DEFAULT_MAX_WAIT__": str(options.default_max_wait_seconds),
+        },
+    ).replace("(() => {\n", "(() => {\n" + context_js, 1)
+    g.entry = g.add(_set_raw(key, "lock-context", context, [x, y], context_script))
+    g.add(_split(key, "lock-ticket-items", ticket_items, [x + STEP, y], "incr"))
+    g.add(_redis(key, "lock-take-ticket", take_ticket, [x + 2 * STEP, y], INCR_EACH, False))
+    look_script = expression(
+        "read",
+        {
+            **common,
+            "__DECIDED__": f"{_ref(decide)}.isExecuted",
+            "__DECISION__": f"{_ref(decide)}.first().json",
+            "__TICKET__": f"{_ref(take_ticket)}.first()",
+        },
+    )
+    g.add(_set_raw(key, "lock-look", look, [x + 3 * STEP, y], look_script))
+    g.add(_split(key, "lock-read-items", read_items, [x + 4 * STEP, y], "read"))
+    g.add(
+        _redis(
+            key,
+            "lock-read",
+            read,
+            [x + 5 * STEP, y],
+            {
+                "operation": "get",
+                "propertyName": "value",
+                "key": "={{ $json.key }}",
+                "keyType": "string",
+                "options": {"dotNotation": False},
+            },
+            False,
+        )
+    )
+    decide_script = expression(
+        "decide",
+        {
+            **common,
+            "__LOOK__": f"{_ref(look)}.first().json",
+            "__READ__": f"{_ref(read)}.all()",
+            "__DEFAULT_HOLD_MS__": str(DEFAULT_HOLD_MS),
+            "__WAIT_BUCKETS__": js_literal(list(keys.WAIT_BUCKETS)),
+            "__SKIP_GRACE_MS__": str(SKIP_GRACE_MS),
+            "__MIN_POLL_MS__": str(MIN_POLL_MS),
+            "__MAX_POLL_MS__": str(MAX_POLL_MS),
+        },
+    )
+    g.add(_set_raw(key, "lock-decide", decide, [x + 6 * STEP, y], decide_script))
+    g.add(_if(key, "lock-enter", enter, [x + 7 * STEP, y], _state("enter")))
+    g.add(_split(key, "lock-hold-items", hold_items, [x + 8 * STEP, y], "set"))
+    g.add(
+        _redis(
+            key,
+            "lock-hold",
+            hold,
+            [x + 9 * STEP, y],
+            {
+                "operation": "set",
+                "key": "={{ $json.key }}",
+                "value": "={{ $json.value }}",
+                "keyType": "={{ $json.type }}",
+                "valueIsJSON": True,
+                "expire": True,
+                "ttl": "={{ $json.ttl }}",
+            },
+            False,
+        )
+    )
+    g.connect(context, 0, ticket_items)
+    g.connect(ticket_items, 0, take_ticket)
+    g.connect(take_ticket, 0, look)
+    g.connect(look, 0, read_items)
+    g.connect(read_items, 0, read)
+    g.connect(read, 0, decide)
+    g.connect(decide, 0, enter)
+    g.connect(enter, 0, hold_items)
+    g.connect(hold_items, 0, hold)
+    g.exits["held"] = [(hold, 0)]
+    # Not entering: wait, skip a dead head, draw again, or give up.
+    below = y + 2 * ROW
+    g.add(_if(key, "lock-keep-waiting", keep_waiting, [x + 8 * STEP, below], _state("wait")))
+    g.add(
+        node(
+            key,
+            "lock-sleep",
+            sleep,
+            "n8n-nodes-base.wait",
+            1.1,
+            [x + 9 * STEP, y + 2 * ROW],
+            {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
+            webhookId=str(uuid.uuid5(_NODE_IDS, f"{key}:lock-sleep:{sleep}")),
+        )
+    )
+    g.add(_if(key, "lock-skip-test", skip_test, [x + 9 * STEP, below + ROW], _state("skip")))
+    g.add(
+        _redis(
+            key,
+            "lock-skip",
+            skip,
+            [x + 10 * STEP, y + 3 * ROW],
+            {
+                "operation": "set",
+                "key": "={{ $json.skip.key }}",
+                "value": "={{ $json.skip.value }}",
+                "keyType": "string",
+                "expire": False,
+            },
+            True,
+        )
+    )
+    g.add(_if(key, "lock-requeue", requeue, [x + 10 * STEP, below + 2 * ROW], _state("requeue")))
+    g.add(
+        _redis(
+            key,
+            "lock-leave",
+            leave,
+            [x + 11 * STEP, y + 5 * ROW],
+            {
+                "operation": "set",
+                "key": "={{ $json.gone.key }}",
+                "value": "1",
+                "keyType": "string",
+                "expire": True,
+                "ttl": "={{ $json.gone.ttl }}",
+            },
+            True,
+        )
+    )
+    g.add(_split(key, "lock-give-up-items", leave_items, [x + 12 * STEP, y + 5 * ROW], "incr"))
+    at = [x + 13 * STEP, y + 5 * ROW]
+    g.add(_redis(key, "lock-count-give-up", count_leave, at, INCR_EACH, False))
+    message = f"{_ref(decide)}.first().json.message"
+    g.add(
+        node(
+            key,
+            "lock-refused",
+            refused,
+            "n8n-nodes-base.stopAndError",
+            1,
+            [x + 14 * STEP, y + 5 * ROW],
+            {"errorType": "errorMessage", "errorMessage": f"={{{{ {message} }}}}"},
+        )
+    )
+    g.connect(enter, 1, keep_waiting)
+    g.connect(keep_waiting, 0, sleep)
+    g.connect(sleep, 0, look)
+    g.connect(keep_waiting, 1, skip_test)
+    g.connect(skip_test, 0, skip)
+    g.connect(skip, 0, look)
+    g.connect(skip_test, 1, requeue)
+    g.connect(requeue, 0, ticket_items)
+    g.connect(requeue, 1, leave)
+    g.connect(leave, 0, leave_items)
+    g.connect(leave_items, 0, count_leave)
+    g.connect(count_leave, 0, refused)
+    return g
+
+
+def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()) -> Group:
+    """The release chain. `held` is a JS expression of the acquire's decision (the record).
+    Exit `done` continues with the verdict {released, reason, scope, lock_id} (as its first
+    item, or after the SET the items it wrote)."""
+    x, y = origin
+    g = Group()
+    verdict, in_time, items, store = (
+        names("Lock Release Verdict"), names("Lock Release In Time?"),
+        names("Lock Release Items"), names("Lock Release"),
+    )  # fmt: skip
+    waited, stats_items, count = (
+        names("Lock Waited?"), names("Lock Wait Stats"), names("Lock Count Wait")
+    )  # fmt: skip
+    script = expression(
+        "release",
+        {
+            "__HELD__": held,
+            "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
+            "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS),
+        },
+    )
+    g.entry = g.add(_set_raw(key, "lock-release-verdict", verdict, [x, y], script))
+    g.add(_if(key, "lock-release-in-time", in_time, [x + STEP, y], "$json.released"))
+    g.add(_split(key, "lock-release-items", items, [x + 2 * STEP, y - ROW // 2], "set"))
+    g.add(
+        _redis(
+            key,
+            "lock-release",
+            store,
+            [x + 3 * STEP, y - ROW // 2],
+            {
+                "operation": "set",
+                "key": "={{ $json.key }}",
+                "value": "={{ $json.value }}",
+                "keyType": "string",
+                "expire": "={{ $json.ttl > 0 }}",
+                "ttl": "={{ Math.max(1, $json.ttl) }}",
+            },
+            False,
+        )
+    )
+    # A waiter's statistics are counted here, after the lock is free: the next holder does
+    # not wait for them.
+    test = f"{_ref(verdict)}.first().json.incr.length > 0"
+    g.add(_if(key, "lock-waited", waited, [x + 4 * STEP, y], test))
+    g.add(
+        _set_raw(
+            key, "lock-wait-stats", stats_items, [x + 5 * STEP, y - ROW // 2],
+            f"={{{{ {{ incr: {_ref(verdict)}.first().json.incr }} }}}}",
+        )
+    )  # fmt: skip
+    split = names("Lock Wait Stats Items")
+    g.add(_split(key, "lock-wait-stats-items", split, [x + 6 * STEP, y - ROW // 2], "incr"))
+    g.add(_redis(key, "lock-count-wait", count, [x + 7 * STEP, y - ROW // 2], INCR_EACH, False))
+    g.connect(verdict, 0, in_time)
+    g.connect(in_time, 0, items)
+    g.connect(in_time, 1, waited)
+    g.connect(items, 0, store)
+    g.connect(store, 0, waited)
+    g.connect(waited, 0, stats_items)
+    g.connect(stats_items, 0, split)
+    g.connect(split, 0, count)
+    g.exits["done"] = [(waited, 1), (count, 0)]
+    return g

@@ -1,0 +1,39 @@
+// Check the lock request and name its keys. Runs as a Set node expression (no task runner).
+const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
+const whole = (name, value, fallback) => {
+  if (value === null || value === undefined || value === '') return fallback;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number < 1) {
+    throw new Error(`n8nlock lock: ${name} must be a number >= 1, got ${JSON.stringify(value)}`);
+  }
+  return Math.ceil(number);
+};
+const scope = text(input.scope);
+if (!scope) throw new Error('n8nlock lock: scope is empty (an empty scope would lock nothing); check the scope you passed');
+const ttl = whole('ttl_seconds', input.ttl_seconds, __DEFAULT_TTL__);
+const maxWait = whole('max_wait_seconds', input.max_wait_seconds, __DEFAULT_MAX_WAIT__);
+const slots = whole('max_concurrent', input.slots, 1);
+const wait = !(input.wait === false || input.wait === 'false');
+const executionId = text(input.execution_id) || String($execution.id);
+const workflowId = text(input.workflow_id) || 'unknown';
+const now = Date.now();
+const hour = new Date(now).toISOString().slice(0, 13).replace(/[-T]/g, '');
+const base = `n8n-lock-${scope}`;
+return {
+  scope, base, slots, wait,
+  ttl_seconds: ttl,
+  max_wait_seconds: maxWait,
+  execution_id: executionId,
+  workflow_id: workflowId,
+  workflow_name: text(input.workflow_name) || 'unknown',
+  lock_id: text(input.lock_id) || `${executionId}-${now.toString(36)}-${Math.random().toString(36).slice(2, 10)}`,
+  started_ms: now,
+  deadline_ms: now + maxWait * 1000,
+  stats_prefix: `n8nlock:stats:${hour}:`,
+  index_key: `n8nlock:exec:${workflowId}:${executionId}`,
+  // One INCR node: the ticket (a scalar, never expires: it is also the fence) and a count.
+  incr: [
+    { key: `${base}:ticket`, expire: false, ttl: 1 },
+    { key: `n8nlock:stats:${hour}:arrived:${scope}`, expire: true, ttl: __STATS_TTL__ },
+  ],
+};

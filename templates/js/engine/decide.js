@@ -1,0 +1,72 @@
+// One decision per look at the line: enter, wait (and for how long), skip a dead head, or
+// give up. Tickets are served in order per lane (ticket % slots); a lane's `served` holds the
+// last ticket that left it, so the lane's head is served + slots.
+const ctx = __CONTEXT__;
+const look = __LOOK__;
+const [servedRaw, metaRaw, goneRaw, holdRaw] = __READ__.map((item) => item.json.value);
+const N = ctx.slots;
+const t = look.ticket;
+const firstInLane = look.lane === 0 ? N : look.lane;
+const served = servedRaw === null || servedRaw === undefined ? firstInLane - N : Number(servedRaw);
+const head = served + N;
+const now = Date.now();
+let meta = null;
+try { meta = metaRaw ? JSON.parse(metaRaw) : null; } catch (error) { meta = null; }
+const holding = meta !== null && !meta.released && meta.ticket === head;
+const averageMs = holdRaw ? Number(holdRaw) : __DEFAULT_HOLD_MS__;
+const before = look.before && look.before.ticket === t ? look.before : null;
+const quietSince = before && before.head === head && before.quiet_since ? before.quiet_since : now;
+const waitedMs = now - ctx.started_ms;
+const out = { ticket: t, lane: look.lane, head, served, quiet_since: quietSince, overdue: 0 };
+const bucket = (seconds) => __WAIT_BUCKETS__.find((le) => seconds <= le) ?? 'inf';
+const stat = (name) => ({ key: `${ctx.stats_prefix}${name}:${ctx.scope}`, expire: true, ttl: __STATS_TTL__ });
+if (t === head) {
+  const expiresMs = now + ctx.ttl_seconds * 1000;
+  const record = {
+    lock_id: ctx.lock_id, scope: ctx.scope, ticket: t, fence: t, slots: N,
+    workflow_id: ctx.workflow_id, workflow_name: ctx.workflow_name, execution_id: ctx.execution_id,
+    locked_at: new Date(now).toISOString(), locked_ms: now,
+    expires_at: new Date(expiresMs).toISOString(), expires_ms: expiresMs,
+    ttl_seconds: ctx.ttl_seconds,
+  };
+  return {
+    ...out, state: 'enter', hold_average_ms: holdRaw ? Number(holdRaw) : null,
+    ...record,
+    // Counted after the release, off the path between the release and the next holder.
+    wait_stats: before === null ? [] : [stat('waited'), stat(`wait_le_${bucket(waitedMs / 1000)}`)],
+    set: [
+      { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
+      { key: ctx.index_key, type: 'hash', value: JSON.stringify({ [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N }) }), ttl: ctx.ttl_seconds + 3600 },
+    ],
+  };
+}
+if (t < head) return { ...out, state: 'requeue' };
+const holder = holding
+  ? `${meta.workflow_name} (workflow ${meta.workflow_id}, execution ${meta.execution_id}) since ${meta.locked_at}`
+  : 'a caller ahead in line';
+const giveUp = (state, metric, message) => ({
+  ...out, state, message,
+  gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.ttl_seconds },
+  incr: [stat(metric)],
+});
+if (!ctx.wait) {
+  return giveUp('busy', 'busy', `Lock acquisition failed (fail-fast): scope '${ctx.scope}' is held by ${holder}. Caller passed wait_till_lock_released=false.`);
+}
+if (now >= ctx.deadline_ms) {
+  return giveUp('timeout', 'timeout', `Lock acquisition timed out after ${ctx.max_wait_seconds}s waiting for scope '${ctx.scope}' (held by ${holder}; ${(t - head) / N} ahead in line).`);
+}
+// A head that never shows up (its waiter died, stopped or gave up) is skipped: at once when
+// it left a marker, else after a grace no live waiter needs to take its turn.
+if ((goneRaw !== null && look.head === head) || (!holding && now - quietSince >= __SKIP_GRACE_MS__)) {
+  return { ...out, state: 'skip', skip: { key: `${ctx.base}:served:${look.lane}`, value: String(head) } };
+}
+// Sleep until my expected turn (hold average × places ahead); the next in line then looks
+// every __MIN_POLL_MS__ ms for a while, and backs off when the holder overruns.
+const ahead = (t - head) / N;
+const holderLeft = holding ? Math.max(0, meta.locked_ms + averageMs - now) : Math.min(averageMs, __MIN_POLL_MS__ * 5);
+const expectedMs = holderLeft + (ahead - 1) * averageMs;
+const overdue = before && before.expected_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
+const sleepMs = expectedMs > __MIN_POLL_MS__
+  ? Math.min(expectedMs - __MIN_POLL_MS__ / 2, __MAX_POLL_MS__)
+  : Math.min(__MIN_POLL_MS__ * 1.25 ** Math.max(0, overdue - 8), __MAX_POLL_MS__);
+return { ...out, state: 'wait', expected_ms: expectedMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };

@@ -1,0 +1,21 @@
+// Leave the line: mark the lane's record released, then advance the lane to this ticket.
+// SET is idempotent, so a second release (or the cleanup handler after this one) changes
+// nothing; a release this close to the lock's expiry leaves it to its TTL instead.
+const held = __HELD__;
+const now = Date.now();
+if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
+  return { released: false, reason: 'expired', scope: held.scope, lock_id: held.lock_id, set: [], incr: held.wait_stats };
+}
+const base = `n8n-lock-${held.scope}`;
+const heldMs = now - held.locked_ms;
+const average = held.hold_average_ms === null || held.hold_average_ms === undefined
+  ? heldMs : Math.round(0.7 * held.hold_average_ms + 0.3 * heldMs);
+return {
+  released: true, reason: 'released', scope: held.scope, lock_id: held.lock_id, ticket: held.ticket,
+  incr: held.wait_stats,
+  set: [
+    { key: `${base}:meta:${held.lane}`, value: JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() }), ttl: __RELEASED_TTL__ },
+    { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },
+    { key: `${base}:hold_ms`, value: String(average), ttl: 604800 },
+  ],
+};
