@@ -84,3 +84,76 @@ def put_lock(
     record = meta or meta_for(scope, ttl=ttl or 300)
     client.set(f"n8n-lock-{scope}:meta", json.dumps(record), ex=ttl)
     return record
+
+
+def record_for(
+    scope: str,
+    *,
+    ticket: int = 1,
+    slots: int = 1,
+    execution_id: str = "57",
+    workflow_id: str = "wf1",
+    workflow_name: str = "orders",
+    ttl: int = 300,
+    age: float = 0.0,
+    lock_id: str | None = None,
+) -> dict[str, Any]:
+    """The holder's record engine v2 writes to `:meta:<lane>` (templates/js/engine/decide.js)."""
+    locked = datetime.now(timezone.utc) - timedelta(seconds=age)
+    locked_ms = int(locked.timestamp() * 1000)
+    expires = locked + timedelta(seconds=ttl)
+    return {
+        "lock_id": lock_id or f"{execution_id}-test-{scope}-{ticket}",
+        "scope": scope,
+        "ticket": ticket,
+        "fence": ticket,
+        "slots": slots,
+        "workflow_id": workflow_id,
+        "workflow_name": workflow_name,
+        "execution_id": execution_id,
+        "locked_at": locked.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "locked_ms": locked_ms,
+        "expires_at": expires.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "expires_ms": locked_ms + ttl * 1000,
+        "ttl_seconds": ttl,
+    }
+
+
+def draw(client: redis.Redis, scope: str, up_to: int) -> None:
+    """Callers have drawn tickets up to `up_to` (INCR never goes back)."""
+    key = f"n8n-lock-{scope}:ticket"
+    client.set(key, max(up_to, int(client.get(key) or 0)))
+
+
+def hold_lane(
+    client: redis.Redis,
+    scope: str,
+    *,
+    ticket: int = 1,
+    slots: int = 1,
+    ttl: int | None = 300,
+    record: dict[str, Any] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Ticket `ticket` holds its lane, as engine v2 leaves it: the ticket drawn, the lane's
+    `served` one turn behind (absent for the lane's first ticket) and the record with the
+    lock's TTL (ttl=None: a record without TTL)."""
+    lane = ticket % slots
+    draw(client, scope, ticket)
+    if ticket > slots:
+        client.set(f"n8n-lock-{scope}:served:{lane}", ticket - slots)
+    held = record or record_for(scope, ticket=ticket, slots=slots, ttl=ttl or 300, **fields)
+    client.set(f"n8n-lock-{scope}:meta:{lane}", json.dumps(held), ex=ttl)
+    return held
+
+
+def leave_lane(client: redis.Redis, scope: str, *, ticket: int = 1, slots: int = 1) -> None:
+    """Ticket `ticket` released its lane as release.js does (record marked for 5 s, served
+    advanced, hold average kept 7 days)."""
+    lane = ticket % slots
+    draw(client, scope, ticket)
+    released = {"released": True, "ticket": ticket, "lock_id": f"57-test-{scope}-{ticket}",
+                "released_at": "2026-03-01T12:00:00.000Z"}  # fmt: skip
+    client.set(f"n8n-lock-{scope}:meta:{lane}", json.dumps(released), ex=5)
+    client.set(f"n8n-lock-{scope}:served:{lane}", ticket)
+    client.set(f"n8n-lock-{scope}:hold_ms", 250, ex=7 * 86400)

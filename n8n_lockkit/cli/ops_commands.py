@@ -85,13 +85,14 @@ def echo_json(document: object) -> None:
 def locks_command(
     app: AppContext, env_name: str | None, redis_url: str | None, scope: str | None, fmt: str
 ) -> None:
-    """List every held lock: scope, holder workflow and execution (with its link in n8n),
-    age, TTL left and fence.
+    """List every held lock: scope, lane (of a --max-concurrent semaphore), holder workflow
+    and execution (with its link in n8n), lock id, fence (the holder's ticket), how long it
+    has been held and when it expires.
 
-    Keys are found with SCAN, never KEYS. A counter without its record shows as `holder
-    unknown (no meta)`; a key without TTL is flagged. WAITING counts the executions waiting
-    for the scope (a waiter whose process died stays counted until the scope is quiet for its
-    max wait + TTL).
+    Keys are found with SCAN, never KEYS. WAITING counts the callers in line for the scope:
+    tickets drawn and not yet served, minus the holders (a caller that died counts until the
+    caller behind it skips it). A record without TTL is flagged, and so are locks of the
+    format before engine v2 that are still held.
 
     \b
     Example:
@@ -101,15 +102,16 @@ def locks_command(
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
         scan = locks.checked_scan(store, scope)
-        held = locks.held_locks(scan)
-        waiting = locks.waiting_counts(store, held)
     warn_foreign(scan)
+    if scan.v1_held:
+        output.warn(locks.v1_warning(scan.v1_held))
     n8n_url = str(env.data["n8n"]["url"])
     if fmt == "json":
-        echo_json({"locks": [locks.lock_as_dict(s, n8n_url, waiting[s.scope]) for s in held]})
+        echo_json(locks.locks_document(scan, n8n_url))
         return
+    held = locks.held_lanes(scan)
+    output.show_lines(report.locks_lines(scan, n8n_url))
     if held:
-        output.show_lines(report.locks_lines(held, n8n_url, waiting))
         click.echo(f"{len(held)} lock(s) held. {report.WAITING_NOTE}.", err=True)
     else:
         click.echo("no lock is held", err=True)
@@ -125,8 +127,14 @@ def pause(seconds: float) -> None:
 
 @main.command("release")
 @click.argument("scope")
-@click.option("--force", is_flag=True, help="Required: delete the lock whoever holds it.")
-@click.option("--yes", is_flag=True, help="Do not ask before deleting (for scripts).")
+@click.option("--force", is_flag=True, help="Required: free the lock whoever holds it.")
+@click.option("--yes", is_flag=True, help="Do not ask before freeing it (for scripts).")
+@click.option(
+    "--lane",
+    type=click.IntRange(0),
+    metavar="K",
+    help="The lane to free when several lanes of a --max-concurrent scope are held.",
+)
 @redis_options
 @pass_app
 def release_command(
@@ -134,38 +142,40 @@ def release_command(
     scope: str,
     force: bool,
     yes: bool,
+    lane: int | None,
     env_name: str | None,
     redis_url: str | None,
 ) -> None:
-    """Delete the lock on SCOPE whatever its holder is doing (its record and counter).
+    """Free the lock on SCOPE whatever its holder is doing.
 
-    Shows the holder and the keys, asks (unless --yes), then deletes them only if they are
-    still what it showed; a lock that changed hands meanwhile is left alone (exit 4).
-    Counted as force_released in `n8nlock stats`. To free only locks whose execution has
-    ended, use `n8nlock reap`.
+    Shows the holder, asks (unless --yes), then releases the lock as its holder would: its
+    record is marked released and the next caller in line enters at once. That happens only
+    if the record still names the holder shown; a lock that changed hands meanwhile is left
+    alone (exit 4). Counted as force_released in `n8nlock stats`. The holder's execution is
+    not stopped. To free only locks whose execution has ended, use `n8nlock reap`.
 
     \b
     Example:
         n8nlock release order-42 --force
         n8nlock release order-42 --force --yes
+        n8nlock release pool --force --lane 2
     """
     release.require_force(scope, force)
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
-        shown = release.inspect(store, scope)
+        shown = release.inspect(store, scope, lane)
         output.show_lines(report.release_lines(shown, str(env.data["n8n"]["url"])))
         if not yes:
             if not stdin_is_terminal():
                 release.refuse_unconfirmed()
-            question = f"Delete {len(shown.keys_present)} key(s)?"
-            if not click.confirm(question, default=False, err=True):
-                click.echo("nothing was deleted", err=True)
+            if not click.confirm("Free this lock?", default=False, err=True):
+                click.echo("nothing was changed", err=True)
                 return
         released = release.force_release(store, shown)
-    if not released.deleted:
-        click.echo("its holder released it meanwhile: nothing to delete", err=True)
-    for key in released.deleted:
-        output.progress("delete", key)
+    if released.done:
+        output.progress("release", shown.key)
+    else:
+        click.echo(f"{released.why_not}: nothing was changed", err=True)
 
 
 @main.command("reap")
@@ -179,8 +189,13 @@ def release_command(
     default=30,
     show_default=True,
     metavar="SECONDS",
-    help="A key with no holder to ask about (a counter without record, a record without "
-    "TTL) is freed only if it is unchanged after this long.",
+    help="A record with no holder to ask about and no TTL is deleted only if it is unchanged "
+    "after this long; --idle forgets a scope only this long after its last release.",
+)
+@click.option(
+    "--idle",
+    is_flag=True,
+    help="Also delete the ticket and lane counters of scopes nobody holds or waits for.",
 )
 @output_option("text", "json")
 @pass_app
@@ -191,20 +206,28 @@ def reap_command(
     scope: str | None,
     dry_run: bool,
     grace_seconds: int,
+    idle: bool,
     fmt: str,
 ) -> None:
     """Free every lock whose holder execution is no longer running or waiting.
 
     Each holder is looked up in n8n (GET /api/v1/executions/{id}): ended (success, error,
-    crashed, canceled) or gone, its lock is freed; new, running or waiting, it is kept. A
-    counter without its record, or a record without TTL, is freed when it is still the same
-    after --grace seconds. Locks change hands only through a compare-and-delete, so a lock
-    taken meanwhile is left alone. --dry-run goes the same way and deletes nothing.
+    crashed, canceled) or gone, its lock is released as the holder would have released it
+    and the next caller in line enters; new, running or waiting, it is kept. The release
+    compares the lock id, so a lock taken meanwhile is left alone. A record without TTL that
+    holds nothing is deleted when it is still the same after --grace seconds. A caller in
+    line that never takes its turn is skipped by the caller behind it, not by reap.
+
+    Engine v2 keeps two counters per scope (its ticket, and one per lane) without TTL; --idle
+    deletes them for scopes nobody holds or waits for, checked atomically against a caller
+    arriving. Deleting them restarts the scope's fence at 1. --dry-run goes the same way and
+    changes nothing.
 
     \b
     Example:
         n8nlock reap --dry-run
         n8nlock reap --grace 60
+        n8nlock reap --idle
     """
     env = one_env(app.workspace(), env_name)
     client = connection.client_for(env)  # no API key: stop before anything is read
@@ -219,24 +242,29 @@ def reap_command(
                 dry_run=dry_run,
                 sleep=pause,
                 announce=lambda message: click.echo(message, err=True),
+                idle=idle,
             )
             decisions = reaper.run(scan.states)
     finally:
         client.close()
     freed = sum(d.action == "freed" for d in decisions)
+    forgot = sum(d.action == "forgot" for d in decisions)
     if fmt == "json":
         echo_json(
             {
                 "dry_run": dry_run,
                 "grace_seconds": grace_seconds,
                 "freed": freed,
+                "forgot": forgot,
                 "locks": [d.as_dict() for d in decisions],
             }
         )
         return
     output.show_lines(report.reap_lines(decisions))
     summary = f"{freed} lock(s) freed, {sum(d.action == 'kept' for d in decisions)} kept"
-    click.echo(f"dry run, nothing deleted: {summary}" if dry_run else summary, err=True)
+    if idle:
+        summary += f", {forgot} idle scope(s) forgotten"
+    click.echo(f"dry run, nothing changed: {summary}" if dry_run else summary, err=True)
 
 
 @main.command("stats")
@@ -262,9 +290,11 @@ def stats_command(
     """Per scope: acquisitions, waits, timeouts, fail-fast refusals, force releases, reaps and
     heals over the last N hours, with wait-time percentiles.
 
-    The primitives count each event in an hourly Redis counter; this sums them. A wait is
-    counted in one bucket of 0.1, 0.5, 1, 2, 5, 10, 30, 60 or 300 s (or above), so a
-    percentile is an upper-bound estimate: the bound of the bucket it falls in.
+    The primitives count each event in an hourly Redis counter; this sums them. Acquisitions
+    are the callers that arrived minus those that gave up (busy, timeout). A wait is counted
+    in one bucket of 0.1, 0.5, 1, 2, 5, 10, 30, 60 or 300 s (or above); an acquisition that
+    did not wait is in the first. A percentile is an upper-bound estimate: the bound of the
+    bucket it falls in.
 
     \b
     Example:

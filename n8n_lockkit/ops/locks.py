@@ -1,11 +1,11 @@
-"""`n8nlock locks`: every held lock, with its holder and the link to its execution in n8n."""
+"""`n8nlock locks`: every held lane, with its holder and the link to its execution in n8n."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.ops.store import ForeignKey, LockState, LockStore, Scan
+from n8n_lockkit.ops.store import ForeignKey, Lane, LockStore, Scan, ScopeState
 from n8n_lockkit.primitives import keys
 
 
@@ -39,53 +39,73 @@ def execution_url(n8n_url: str, meta: dict[str, Any] | None) -> str | None:
     return f"{base}/workflow/{meta['workflow_id']}/executions/{meta['execution_id']}"
 
 
-def waiting_counts(store: LockStore, states: list[LockState]) -> dict[str, int]:
-    """How many executions wait for each scope: those that counted themselves in at their
-    first wait and not yet out. A waiter whose process died stays counted until the two
-    counters expire (max wait + TTL after the scope's last waiter), so this can run high."""
-    names = [name for s in states for name in (keys.arrived_key(s.scope), keys.left_key(s.scope))]
-    values = store.values(names)
-    counts = {}
-    for index, state in enumerate(states):
-        arrived, left = values[2 * index : 2 * index + 2]
-        counts[state.scope] = max(0, _count(arrived) - _count(left))
-    return counts
+def held_lanes(scan: Scan) -> list[Lane]:
+    """Every lane a holder's record is on, by scope then lane."""
+    return [lane for state in scan.states for lane in state.held]
 
 
-def _count(value: str | None) -> int:
-    return int(value) if value is not None and value.isdigit() else 0
+def busy_scopes(scan: Scan) -> list[ScopeState]:
+    """The scopes with a holder or a caller in line."""
+    return [state for state in scan.states if state.held or state.waiting]
 
 
-def lock_as_dict(state: LockState, n8n_url: str, waiting: int | None = None) -> dict[str, Any]:
-    meta = state.meta
-    holder = None
-    if meta is not None:
-        holder = {
+def lock_as_dict(lane: Lane, n8n_url: str, waiting: int) -> dict[str, Any]:
+    meta = lane.meta or {}
+    return {
+        "scope": lane.scope,
+        "lane": lane.lane,
+        "slots": lane.slots,
+        "key": lane.key,
+        "holder": {
             "lock_id": meta.get("lock_id"),
             "workflow_id": meta.get("workflow_id"),
             "workflow_name": meta.get("workflow_name"),
             "execution_id": meta.get("execution_id"),
             "execution_url": execution_url(n8n_url, meta),
-        }
+        },
+        "ticket": lane.ticket,
+        "fence": meta.get("fence"),
+        "locked_at": meta.get("locked_at"),
+        "expires_at": meta.get("expires_at"),
+        "age_seconds": _rounded(lane.age_seconds),
+        "ttl_seconds": _rounded(lane.ttl_seconds),
+        "waiting": waiting,
+        "problems": lane.problems,
+    }
+
+
+def scope_as_dict(state: ScopeState) -> dict[str, Any]:
     return {
         "scope": state.scope,
-        "key": state.key,
-        "holder": holder,
-        "count": int(state.counter) if state.counter is not None else None,
-        "fence": (meta or {}).get("fence"),
-        "locked_at": (meta or {}).get("locked_at"),
-        "expires_at": (meta or {}).get("expires_at"),
-        "age_seconds": _rounded(state.age_seconds),
-        "ttl_seconds": _rounded(state.ttl_seconds),
-        "waiting": waiting,
-        "problems": state.problems,
+        "slots": state.slots,
+        "ticket": state.ticket,
+        "held": len(state.held),
+        "waiting": state.waiting,
     }
+
+
+def locks_document(scan: Scan, n8n_url: str) -> dict[str, Any]:
+    """`locks -o json`: the held lanes, the scopes in use, and the format-1 locks still held."""
+    return {
+        "locks": [
+            lock_as_dict(lane, n8n_url, state.waiting)
+            for state in scan.states
+            for lane in state.held
+        ],
+        "scopes": [scope_as_dict(state) for state in busy_scopes(scan)],
+        "v1_locks": scan.v1_held,
+    }
+
+
+def v1_warning(scopes: list[str]) -> str:
+    shown = ", ".join(scopes[:5]) + (f" and {len(scopes) - 5} more" if len(scopes) > 5 else "")
+    return (
+        f"{len(scopes)} lock(s) of the format before engine v2 still held ({shown}): their "
+        f"holders run workflows wrapped by an older n8nlock, which do not see engine v2's "
+        f"locks; re-run add-lock-to-workflow on them and push (keys {keys.LOCK_PREFIX}<scope>"
+        f"{keys.META_SUFFIX})"
+    )
 
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
-
-
-def held_locks(scan: Scan) -> list[LockState]:
-    """The scopes whose counter exists: a record without a counter locks nothing."""
-    return [state for state in scan.states if state.held]

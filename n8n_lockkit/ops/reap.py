@@ -1,14 +1,19 @@
-"""`n8nlock reap`: free the locks no running execution holds any more.
+"""`n8nlock reap`: free the lanes no running execution holds any more.
 
-- A lock whose record names an execution that has ended (success, error, crashed, canceled)
-  or no longer exists is freed at once: n8n's API (`GET /executions/{id}`, asked per id,
-  since the list endpoint has left out waiting executions, n8n issue #14748) is the proof.
-- A counter without a record (a crash between INCR and SET, W2), or a record without a TTL
-  left behind without its counter (W11), has no holder to ask about. Reap looks twice, `grace`
-  seconds apart, and frees it only if it was orphaned both times and did not change.
+- A lane whose record names an execution that has ended (success, error, crashed, canceled)
+  or no longer exists is released at once, as its holder would have released it: n8n's API
+  (`GET /executions/{id}`, asked per id, since the list endpoint has left out waiting
+  executions, n8n issue #14748) is the proof. The release is one Lua script that compares the
+  record's lock_id and ticket, so a lane that changed hands meanwhile is left alone.
+- A record without TTL that holds nothing (a released or an unreadable one) has no holder to
+  ask about. Reap looks twice, `grace` seconds apart, and deletes it only if it did not change.
+- A lane whose head neither holds nor waits is the engine's matter: the caller behind it skips
+  it (keys.SKIP_GRACE_SECONDS). Reap leaves it alone.
+- With `idle`, a scope with no holder and no caller in line loses its scalars (ticket, served,
+  hold average, give-up markers): engine v2 leaves two per scope behind (`:ticket` and one
+  `:served:<k>` per lane) until then, since they must not expire while a caller is in line.
 
-Every delete is the store's compare-and-delete: a lock that changed since it was read (a new
-holder, a renewal) is left alone. Nothing else is deleted: the report lists every decision.
+The report lists every decision.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from n8n_lockkit.ops.store import LockState, LockStore
+from n8n_lockkit.ops.store import Lane, LockStore, ScopeState
+from n8n_lockkit.primitives import keys
 from n8n_lockkit.remote.n8n_client import N8nNotFound
 
 REAPED = "reaped"
@@ -34,14 +40,17 @@ class Executions(Protocol):
 @dataclass(frozen=True)
 class Decision:
     scope: str
-    action: str  # freed | would-free | kept | changed
+    lane: int | None  # None: the scope as a whole (--idle)
+    action: str  # freed | would-free | kept | changed | forgot | would-forget | busy
     reason: str
     meta: dict[str, Any] | None
+    slots: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         meta = self.meta or {}
         return {
             "scope": self.scope,
+            "lane": self.lane,
             "action": self.action,
             "reason": self.reason,
             "workflow_id": meta.get("workflow_id"),
@@ -55,12 +64,29 @@ class Verdict:
     reason: str
 
 
-def orphan_reason(state: LockState) -> str | None:
-    """Why a scope has no holder to ask about, or None when its record names one."""
-    if state.held and state.meta is None:
-        return "no meta (holder unknown)" if state.meta_raw is None else "unreadable meta"
-    if not state.held and state.meta_raw is not None and state.meta_pttl_ms == -1:
-        return "a record without its counter and without TTL"
+def orphan_reason(lane: Lane) -> str | None:
+    """Why a lane's record has no holder to ask about and never expires, or None."""
+    if lane.meta_raw is None or lane.meta_pttl_ms != -1 or lane.held:
+        return None
+    return "unreadable meta without TTL" if lane.meta is None else "released record without TTL"
+
+
+def idle_reason(state: ScopeState, quiet_seconds: float) -> str | None:
+    """Why `state` is not idle, or None when it is: the condition of the forget script in
+    store.py, on the snapshot (a dry run shows it; the script decides again atomically)."""
+    if state.ticket is None:
+        return "no ticket"
+    for lane in state.lanes:
+        if lane.meta_raw is not None and not (lane.meta or {}).get("released"):
+            return f"lane {lane.lane} is held"
+        head = lane.head
+        while head in state.gone:
+            head += state.slots
+        if state.ticket >= head:
+            return f"ticket {head} is in line in lane {lane.lane}"
+    # `release.js` gives the hold average its full TTL at every release.
+    if keys.HOLD_TTL_SECONDS - state.hold_pttl_ms / 1000 < quiet_seconds:
+        return "released too recently"
     return None
 
 
@@ -111,6 +137,13 @@ class HolderCheck:
         )
 
 
+# Why a release changed nothing, by the release script's answer.
+_UNCHANGED = {
+    "released": "its holder released it meanwhile",
+    "gone": "its record expired meanwhile",
+}
+
+
 @dataclass
 class Reaper:
     store: LockStore
@@ -119,48 +152,97 @@ class Reaper:
     dry_run: bool
     sleep: Callable[[float], None]
     announce: Callable[[str], None]
+    idle: bool = False
 
-    def run(self, states: list[LockState]) -> list[Decision]:
+    def run(self, states: list[ScopeState]) -> list[Decision]:
         check = HolderCheck(self.executions)
         decisions: list[Decision] = []
-        orphans: list[tuple[LockState, str]] = []
+        orphans: list[tuple[Lane, str, ScopeState]] = []
         for state in states:
-            reason = orphan_reason(state)
-            if reason is not None:
-                orphans.append((state, reason))
-            elif state.held and state.meta is not None:
-                verdict = check.verdict(state.meta)
-                decisions.append(self._decide(state, verdict))
+            for lane in state.lanes:
+                reason = orphan_reason(lane)
+                if reason is not None:
+                    orphans.append((lane, reason, state))
+                elif lane.held and lane.meta is not None:
+                    decisions.append(self._decide(lane, check.verdict(lane.meta)))
         if orphans:
             decisions.extend(self._second_look(orphans))
-        return sorted(decisions, key=lambda d: d.scope)
+        if self.idle:
+            decisions.extend(self._forget(states))
+        return sorted(decisions, key=lambda d: (d.scope, -1 if d.lane is None else d.lane))
 
-    def _decide(self, state: LockState, verdict: Verdict) -> Decision:
+    def _decide(self, lane: Lane, verdict: Verdict) -> Decision:
         reason = verdict.reason
         if not verdict.free:
-            if state.has_no_ttl:
-                reason += "; its lock has no TTL, so it is freed only when that execution ends"
-            return Decision(state.scope, "kept", reason, state.meta)
+            if lane.meta_pttl_ms == -1:
+                reason += "; its record has no TTL, so it is freed only when that execution ends"
+            return self._about(lane, "kept", reason)
         if self.dry_run:
-            return Decision(state.scope, "would-free", reason, state.meta)
-        if self.store.delete_if_unchanged(state, REAPED):
-            return Decision(state.scope, "freed", reason, state.meta)
-        changed = f"{reason}, but it changed since it was read: left alone"
-        return Decision(state.scope, "changed", changed, state.meta)
+            return self._about(lane, "would-free", reason)
+        if lane.ticket is None:
+            why = f"{reason}, but its record names no ticket to release: left to its TTL"
+            return self._about(lane, "kept", why)
+        outcome = self.store.release_if_holder(lane, REAPED)
+        if outcome == "done":
+            return self._about(lane, "freed", reason)
+        why = _UNCHANGED.get(outcome, "it changed hands since it was read: left alone")
+        changed = f"{reason}, but {why}"
+        return self._about(lane, "changed", changed)
 
-    def _second_look(self, orphans: list[tuple[LockState, str]]) -> list[Decision]:
+    def _second_look(self, orphans: list[tuple[Lane, str, ScopeState]]) -> list[Decision]:
         self.announce(
-            f"{len(orphans)} lock key(s) without a holder to ask about: looking again in "
-            f"{self.grace_seconds:g} s"
+            f"{len(orphans)} record(s) without TTL and without a holder to ask about: looking "
+            f"again in {self.grace_seconds:g} s"
         )
         self.sleep(self.grace_seconds)
         decisions = []
-        for first, reason in orphans:
-            again = self.store.read(first.scope)
-            if not isinstance(again, LockState) or not again.same_as(first):
+        for first, reason, state in orphans:
+            again = self.store.refresh(state)
+            now = _lane(again, first.lane) if isinstance(again, ScopeState) else None
+            if now is None or now.meta_raw != first.meta_raw or now.meta_pttl_ms != -1:
                 changed = f"{reason}, but it changed within the grace period"
-                decisions.append(Decision(first.scope, "kept", changed, first.meta))
+                decisions.append(self._about(first, "kept", changed))
                 continue
-            verdict = Verdict(True, f"{reason} for {self.grace_seconds:g} s")
-            decisions.append(self._decide(first, verdict))
+            reason = f"{reason} for {self.grace_seconds:g} s"
+            if self.dry_run:
+                action = "would-free"
+            elif self.store.delete_if_unchanged(first, REAPED):
+                action = "freed"
+            else:
+                action, reason = "changed", f"{reason}, but it changed since: left alone"
+            decisions.append(self._about(first, action, reason))
         return decisions
+
+    @staticmethod
+    def _about(lane: Lane, action: str, reason: str) -> Decision:
+        return Decision(lane.scope, lane.lane, action, reason, lane.meta, lane.slots)
+
+    def _forget(self, states: list[ScopeState]) -> list[Decision]:
+        """Idle scopes lose their scalars; a scope without holder that is not idle says why."""
+        decisions = []
+        for seen in states:
+            state = seen if self.dry_run else self.store.refresh(seen)
+            if not isinstance(state, ScopeState) or state.held or _nothing_left(state):
+                continue
+            reason = idle_reason(state, self.grace_seconds)
+            if reason is None and self.dry_run:
+                decisions.append(Decision(state.scope, None, "would-forget", "idle", None))
+                continue
+            if reason is None:
+                forgot, detail = self.store.forget_if_idle(state, self.grace_seconds)
+                if forgot:
+                    why = f"idle: deleted its ticket ({detail}) and lanes"
+                    decisions.append(Decision(state.scope, None, "forgot", why, None))
+                    continue
+                reason = detail
+            decisions.append(Decision(state.scope, None, "busy", f"not idle: {reason}", None))
+        return decisions
+
+
+def _nothing_left(state: ScopeState) -> bool:
+    """Only records on their way out (a release's, for 5 s): nothing to forget."""
+    return state.ticket is None and all(lane.served is None for lane in state.lanes)
+
+
+def _lane(state: ScopeState, number: int) -> Lane | None:
+    return state.lanes[number] if number < state.slots else None

@@ -154,8 +154,8 @@ def _refusal(target: RedisTarget, err: redis.ResponseError) -> RedisRefused:
     if text.startswith("NOPERM"):
         return RedisRefused(
             f"Redis at {target.display} refused a command ({text})",
-            hint="the Redis user needs SCAN, GET, TYPE, PTTL, TIME, DEL, INCR, EXPIRE and "
-            "EVALSHA on the n8n-lock-* and n8nlock:* keys",
+            hint="the Redis user needs SCAN, GET, MGET, TYPE, PTTL, TIME, SET, DEL, INCR, "
+            "EXPIRE and EVALSHA on the n8n-lock-* and n8nlock:* keys",
         )
     return RedisRefused(
         f"Redis at {target.display} refused a command ({text})",

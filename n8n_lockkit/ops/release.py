@@ -1,7 +1,9 @@
-"""`n8nlock release SCOPE --force`: delete one lock whatever its holder is doing.
+"""`n8nlock release SCOPE --force`: free one lane whatever its holder is doing.
 
-The operator is shown the keys first; they are deleted only if they are still exactly what was
-shown, so a lock that was released and taken by someone else meanwhile is left alone.
+The operator is shown the holder first; the lane is then released as its holder would release
+it (its record marked released, its `served` advanced to the holder's ticket, so the next
+ticket in line enters at once), in one Lua script, and only if the record still names the
+holder that was shown: a lane that changed hands meanwhile is left alone.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from n8n_lockkit.errors import ExitCode, LockkitError
-from n8n_lockkit.ops.store import ForeignKey, LockState, LockStore
+from n8n_lockkit.ops.store import ForeignKey, Lane, LockStore
 
 FORCE_RELEASED = "force_released"
 
@@ -21,7 +23,11 @@ class ForceRequired(LockkitError):
 
 
 class UnknownScope(LockkitError):
-    """No lock (neither counter nor record) under that scope."""
+    """No lane of that scope is held."""
+
+
+class LaneNeeded(LockkitError):
+    """Several lanes of the scope are held, or --lane names one that is not."""
 
 
 class NotALock(LockkitError):
@@ -33,7 +39,7 @@ class ConfirmationNeeded(LockkitError):
 
 
 class LockChanged(LockkitError):
-    """The lock changed between being shown and being deleted; nothing was deleted."""
+    """The lane changed hands between being shown and being released; nothing was changed."""
 
     exit_code = ExitCode.REMOTE
 
@@ -41,50 +47,72 @@ class LockChanged(LockkitError):
 def require_force(scope: str, force: bool) -> None:
     if not force:
         raise ForceRequired(
-            f"release deletes the lock on {scope!r} whatever its holder is doing, so it "
+            f"release frees the lock on {scope!r} whatever its holder is doing, so it "
             "needs --force",
             hint=f"run `n8nlock release {scope} --force`: it shows the holder and asks before "
-            "it deletes; to free only locks whose execution has ended, run `n8nlock reap`",
+            "it frees the lock; to free only locks whose execution has ended, run `n8nlock reap`",
         )
 
 
-def inspect(store: LockStore, scope: str) -> LockState:
-    """The lock on `scope` as it is now; refuses an unknown scope or a key n8nlock did not write."""
+def inspect(store: LockStore, scope: str, lane: int | None = None) -> Lane:
+    """The held lane of `scope` as it is now (`lane` picks one when several are held)."""
     found = store.read(scope)
     if isinstance(found, ForeignKey):
         raise NotALock(
             f"{found.key} is {found.kind}: n8nlock did not write it",
-            hint="nothing was deleted; n8nlock only deletes its own lock keys",
+            hint="nothing was changed; n8nlock only changes its own lock keys",
         )
-    if not found.keys_present:
+    held = found.held if found is not None else []
+    if not held:
         raise UnknownScope(
-            f"no lock on scope {scope!r} (no key {found.key})",
+            f"no lock held on scope {scope!r}",
             hint="`n8nlock locks` lists the held locks and their scopes",
         )
-    return found
+    numbers = ", ".join(str(h.lane) for h in held)
+    if lane is None and len(held) > 1:
+        raise LaneNeeded(
+            f"scope {scope!r} is held on {len(held)} lanes ({numbers})",
+            hint=f"pick one with --lane, e.g. `n8nlock release {scope} --force --lane "
+            f"{held[0].lane}`",
+        )
+    chosen = held[0] if lane is None else next((h for h in held if h.lane == lane), None)
+    if chosen is None:
+        raise LaneNeeded(
+            f"lane {lane} of scope {scope!r} is not held (held: {numbers})",
+            hint="`n8nlock locks --scope` shows the lanes that are held",
+        )
+    return chosen
 
 
 def refuse_unconfirmed() -> None:
     raise ConfirmationNeeded(
         "release --force needs a confirmation, and there is no terminal to ask",
-        hint="pass --yes to confirm in a script; nothing was deleted",
+        hint="pass --yes to confirm in a script; nothing was changed",
     )
 
 
 @dataclass(frozen=True)
 class Released:
-    deleted: list[str]  # empty when the lock was released by its holder meanwhile
+    done: bool
+    why_not: str  # empty when done
 
 
-def force_release(store: LockStore, shown: LockState) -> Released:
-    """Delete exactly the keys that were shown, if they are unchanged; count `force_released`."""
-    if store.delete_if_unchanged(shown, FORCE_RELEASED):
-        return Released(shown.keys_present)
-    now = store.read(shown.scope)
-    if isinstance(now, LockState) and not now.keys_present:
-        return Released([])
+# Why nothing changed, by the release script's answer.
+NOT_RELEASED = {
+    "released": "its holder released it meanwhile",
+    "gone": "its record expired meanwhile (the lock's TTL ran out)",
+}
+
+
+def force_release(store: LockStore, shown: Lane) -> Released:
+    """Release the lane if its record still names the holder shown; count `force_released`."""
+    outcome = store.release_if_holder(shown, FORCE_RELEASED)
+    if outcome == "done":
+        return Released(True, "")
+    if outcome in NOT_RELEASED:
+        return Released(False, NOT_RELEASED[outcome])
     raise LockChanged(
-        f"the lock on {shown.scope!r} changed after it was shown (a new holder, or a renewal); "
-        "nothing was deleted",
+        f"lane {shown.lane} of {shown.scope!r} changed hands after it was shown; nothing was "
+        "changed",
         hint=f"run `n8nlock release {shown.scope} --force` again to see who holds it now",
     )

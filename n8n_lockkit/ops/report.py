@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from n8n_lockkit.ops.locks import execution_url
 from n8n_lockkit.ops.reap import Decision
 from n8n_lockkit.ops.stats import QUANTILES, ScopeStats
-from n8n_lockkit.ops.store import LockState
-from n8n_lockkit.primitives.keys import WAIT_BUCKETS
+from n8n_lockkit.ops.store import Lane, Scan
+from n8n_lockkit.primitives.keys import SKIP_GRACE_SECONDS, WAIT_BUCKETS
 
 NOT_TRACKED = "-"
 WAITING_NOTE = (
-    "WAITING counts executions that wait for the scope; one whose process died stays counted "
-    "until the scope has been quiet for its max wait + TTL"
+    "WAITING counts the callers in line for the scope; one whose execution died counts until "
+    f"the caller behind it skips it ({SKIP_GRACE_SECONDS} s after its turn)"
 )
 
 
@@ -39,63 +39,80 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def holder(state: LockState) -> str:
-    meta = state.meta
-    if meta is None:
-        reason = "no meta" if state.meta_raw is None else "unreadable meta"
-        return f"holder unknown ({reason})"
+def holder(lane: Lane) -> str:
+    meta = lane.meta or {}
     return f"{meta.get('workflow_name', 'unknown')} ({meta.get('workflow_id', 'unknown')})"
 
 
-def ttl_left(state: LockState) -> str:
-    return "none (!)" if state.counter_pttl_ms == -1 else duration(state.ttl_seconds)
+def lane_label(lane: Lane) -> str:
+    """`k/N` for a lane of a semaphore; a mutex has one lane, so nothing to tell."""
+    return f"{lane.lane}/{lane.slots}" if lane.slots > 1 else NOT_TRACKED
 
 
-def locks_lines(
-    states: Sequence[LockState], n8n_url: str, waiting: dict[str, int] | None = None
-) -> list[str]:
-    headers = ("SCOPE", "HOLDER", "EXECUTION", "AGE", "TTL LEFT", "FENCE", "WAITING", "LINK")
+def expires_in(lane: Lane) -> str:
+    return "never (!)" if lane.meta_pttl_ms == -1 else duration(lane.ttl_seconds)
+
+
+def locks_lines(scan: Scan, n8n_url: str) -> list[str]:
+    headers = ("SCOPE", "LANE", "HOLDER", "EXECUTION", "LOCK ID", "FENCE", "HELD FOR",
+               "EXPIRES IN", "WAITING", "LINK")  # fmt: skip
     rows = [
         (
-            state.scope,
-            holder(state),
-            str((state.meta or {}).get("execution_id", NOT_TRACKED)),
-            duration(state.age_seconds),
-            ttl_left(state),
-            str((state.meta or {}).get("fence", NOT_TRACKED)),
-            str((waiting or {}).get(state.scope, NOT_TRACKED)),
-            execution_url(n8n_url, state.meta) or NOT_TRACKED,
+            lane.scope,
+            lane_label(lane),
+            holder(lane),
+            str((lane.meta or {}).get("execution_id", NOT_TRACKED)),
+            str((lane.meta or {}).get("lock_id", NOT_TRACKED)),
+            str(lane.ticket if lane.ticket is not None else NOT_TRACKED),
+            duration(lane.age_seconds),
+            expires_in(lane),
+            str(state.waiting),
+            execution_url(n8n_url, lane.meta) or NOT_TRACKED,
         )
-        for state in states
+        for state in scan.states
+        for lane in state.held
     ]
-    lines = table(headers, rows)
-    for state in states:
-        if state.has_no_ttl:
-            when = "once its holder has ended" if state.meta else "after its grace period"
+    lines = table(headers, rows) if rows else []
+    for state in scan.states:
+        for lane in state.held:
+            if lane.meta_pttl_ms == -1:
+                lines.append(
+                    f"! {lane.scope}: the record of lane {lane.lane} has no TTL and never "
+                    "expires; `n8nlock reap` frees it once its holder has ended"
+                )
+        if state.waiting and not state.held:
             lines.append(
-                f"! {state.scope}: a key has no TTL and never expires; `n8nlock reap` frees it "
-                + when
+                f"! {state.scope}: {state.waiting} caller(s) in line and no lane held: the next "
+                f"is entering, or died and is skipped {SKIP_GRACE_SECONDS} s after its turn"
             )
     return lines
 
 
-def release_lines(state: LockState, n8n_url: str) -> list[str]:
-    meta = state.meta or {}
-    lines = [f"lock on scope {state.scope!r}:", f"  holder     {holder(state)}"]
-    if meta:
-        lines.append(f"  execution  {meta.get('execution_id')}  {execution_url(n8n_url, meta)}")
-        lines.append(
-            f"  locked at  {meta.get('locked_at')} ({duration(state.age_seconds)} ago), "
-            f"fence {meta.get('fence')}"
-        )
-    lines.append(f"  TTL left   {ttl_left(state) if state.held else 'no counter'}")
-    lines.append(f"  deletes    {', '.join(state.keys_present)}")
-    return lines
+def release_lines(lane: Lane, n8n_url: str) -> list[str]:
+    meta = lane.meta or {}
+    where = f"lane {lane.lane} of {lane.slots} of " if lane.slots > 1 else ""
+    return [
+        f"lock on {where}scope {lane.scope!r}:",
+        f"  holder     {holder(lane)}",
+        f"  execution  {meta.get('execution_id')}  {execution_url(n8n_url, meta)}",
+        f"  lock id    {meta.get('lock_id')}",
+        f"  locked at  {meta.get('locked_at')} ({duration(lane.age_seconds)} ago), "
+        f"ticket {lane.ticket}",
+        f"  expires in {expires_in(lane)}",
+        f"  releases   {lane.key} (marked released), {lane.served_key} := {lane.ticket}",
+    ]
 
 
 def reap_lines(decisions: Sequence[Decision]) -> list[str]:
     width = max((len(d.action) for d in decisions), default=0)
-    return [f"{d.action:>{width}}  {d.scope}  {d.reason}" for d in decisions]
+    return [f"{d.action:>{width}}  {where(d)}  {d.reason}" for d in decisions]
+
+
+def where(decision: Decision) -> str:
+    """The scope, and the lane when it is not a mutex's only one."""
+    if decision.lane is None or decision.slots == 1:
+        return decision.scope
+    return f"{decision.scope} lane {decision.lane}"
 
 
 def wait_bound(bound: float | None) -> str:

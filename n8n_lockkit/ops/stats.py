@@ -1,9 +1,14 @@
 """`n8nlock stats`: the hourly counters the primitives and these commands write, summed.
 
-Keys are `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>` (UTC hours, kept 8 days). The wait
-before an acquisition lands in exactly one histogram bucket (`wait_le_<bound>`, or
-`wait_le_inf` above the last bound), so a percentile is known only up to its bucket: the
-figure shown is the bucket's upper bound, an upper-bound estimate.
+Keys are `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>` (UTC hours, kept 8 days). Engine v2
+counts `arrived` for every caller and `busy`/`timeout` for those that gave up, so acquired =
+arrived - busy - timeout. Only callers that waited count `waited` and a histogram bucket
+(`wait_le_<bound>`, or `wait_le_inf` above the last bound); those that did not wait belong to
+the first bucket and are added there. A percentile is known only up to its bucket: the figure
+shown is the bucket's upper bound, an upper-bound estimate.
+
+Before engine v2, `acquired` was counted directly and every acquisition had its bucket; such
+hours (those before a scope's first `arrived`) are summed as they are.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from n8n_lockkit.primitives import keys
 
 # What each counter counts, in the order they are shown.
 EVENTS = {
-    "acquired": "acquisitions",
+    "acquired": "acquisitions (callers that arrived, minus those that gave up)",
     "waited": "acquisitions that had to wait",
     "timeout": "acquisitions that gave up at max wait",
     "busy": "fail-fast refusals of a held lock",
-    "force_released": "locks deleted by `n8nlock release --force`",
+    "force_released": "locks freed by `n8nlock release --force`",
     "reaped": "locks freed by `n8nlock reap`",
     "healed": "locks freed by the cleanup handler after a failed execution",
 }
@@ -48,6 +53,7 @@ class ScopeStats:
     scope: str
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(EVENTS, 0))
     waits: dict[float, int] = field(default_factory=lambda: dict.fromkeys(BOUNDS, 0))
+    arrived: int = 0  # engine v2's callers, whether they got the lock or gave up
 
     def quantile(self, q: float) -> float | None:
         """The upper bound of the bucket holding the q-quantile wait (inf above the last
@@ -74,6 +80,7 @@ class ScopeStats:
     def as_dict(self) -> dict[str, Any]:
         return {
             "scope": self.scope,
+            "arrived": self.arrived,
             **self.counts,
             "wait_seconds": {
                 "buckets": {bucket_label(b): n for b, n in self.waits.items()},
@@ -107,19 +114,39 @@ def collect(store: LockStore, glob: str | None, hours: int, now_ms: int) -> list
     """Per scope, the counters of the last `hours` hours, summed."""
     pattern = f"{keys.STATS_PREFIX}*:*:{glob or '*'}"
     wanted = hours_back(now_ms, hours)
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[str, str, str, str]] = []
     for key in store.scan_keys(pattern):
         parsed = _parse(key)
         if parsed and parsed[0] in wanted and fnmatchcase(parsed[2], glob or "*"):
-            found.append((key, parsed[1], parsed[2]))
-    by_scope: dict[str, ScopeStats] = {}
-    values = store.values([key for key, _, _ in found])
-    for (_, metric, scope), value in zip(found, values, strict=True):
+            found.append((key, *parsed))
+    hourly: dict[str, dict[str, dict[str, int]]] = {}
+    values = store.values([key for key, _, _, _ in found])
+    for (_, hour, metric, scope), value in zip(found, values, strict=True):
         if value is None or not value.isdigit():
             continue  # not a counter n8nlock wrote
-        entry = by_scope.setdefault(scope, ScopeStats(scope))
-        if metric in entry.counts:
-            entry.counts[metric] += int(value)
-        elif metric.startswith(BUCKET_PREFIX) and metric[len(BUCKET_PREFIX) :] in _BOUND_BY_LABEL:
-            entry.waits[_BOUND_BY_LABEL[metric[len(BUCKET_PREFIX) :]]] += int(value)
-    return [by_scope[scope] for scope in sorted(by_scope)]
+        counts = hourly.setdefault(scope, {}).setdefault(hour, {})
+        counts[metric] = counts.get(metric, 0) + int(value)
+    return [summed(scope, hourly[scope]) for scope in sorted(hourly)]
+
+
+def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
+    """One scope's counters (yyyymmddhh -> metric -> count), summed over its hours."""
+    entry = ScopeStats(scope)
+    first_v2 = min((hour for hour, counts in hours.items() if "arrived" in counts), default=None)
+    v2 = dict.fromkeys(("arrived", "busy", "timeout", "waited"), 0)
+    for hour, counts in hours.items():
+        for metric, value in counts.items():
+            label = metric.removeprefix(BUCKET_PREFIX)
+            if metric in entry.counts:
+                entry.counts[metric] += value
+            elif metric.startswith(BUCKET_PREFIX) and label in _BOUND_BY_LABEL:
+                entry.waits[_BOUND_BY_LABEL[label]] += value
+        if first_v2 is not None and hour >= first_v2:
+            for metric in v2:
+                v2[metric] += counts.get(metric, 0)
+    # Summed over the window, not per hour: a give-up may be counted an hour after its arrival.
+    acquired = max(0, v2["arrived"] - v2["busy"] - v2["timeout"])
+    entry.arrived = v2["arrived"]
+    entry.counts["acquired"] += acquired
+    entry.waits[BOUNDS[0]] += max(0, acquired - v2["waited"])
+    return entry

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import click
 import pytest
 import redis
 import responses
@@ -16,7 +17,7 @@ from click.testing import Result
 from n8n_lockkit.cli import ops_commands
 from tests.cli.fake_n8n import API_KEY, BASE
 from tests.conftest import Invoke, explain, snapshot
-from tests.redis_bed import meta_for, put_lock
+from tests.redis_bed import draw, hold_lane, leave_lane
 from tests.testbed.ports import free_port
 
 
@@ -85,54 +86,69 @@ def test_linking_without_a_host_says_how_to_record_the_address(
 # locks
 
 
-def test_locks_lists_each_holder_with_its_execution_link(
+def test_locks_lists_each_held_lane_with_its_execution_link_and_callers_in_line(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1", meta=meta_for("order-1", age=75, fence=12))
-    put_lock(redis_client, "order-2", ttl=None, with_meta=False)
-    redis_client.set("n8nlock:arrived:order-1", 3)  # three waiters came, one got the lock
-    redis_client.set("n8nlock:left:order-1", 1)
+    held = hold_lane(redis_client, "order-1", ticket=12, age=75)
+    draw(redis_client, "order-1", 14)  # two callers wait behind ticket 12
+    hold_lane(redis_client, "pool", ticket=5, slots=3, ttl=None, execution_id="58")
     result = invoke("locks", cwd=ws)
     assert result.exit_code == 0, explain(result)
     header, first, second, flag = result.stdout.splitlines()
-    assert header.split() == [
-        "SCOPE", "HOLDER", "EXECUTION", "AGE", "TTL", "LEFT", "FENCE", "WAITING", "LINK"
+    assert re.split(r"  +", header) == [
+        "SCOPE", "LANE", "HOLDER", "EXECUTION", "LOCK ID", "FENCE", "HELD FOR", "EXPIRES IN",
+        "WAITING", "LINK",
     ]  # fmt: skip
     assert re.fullmatch(
-        r"order-1 +orders \(wf1\) +57 +1m1[5-7]s +(4m5\ds|5m00s) +12 +2 +"
+        rf"order-1 +- +orders \(wf1\) +57 +{held['lock_id']} +12 +1m1[5-7]s +(4m5\ds|5m00s) +2 +"
         rf"{BASE}/workflow/wf1/executions/57",
         first,
     ), first
-    assert re.fullmatch(r"order-2 +holder unknown \(no meta\) +- +- +none \(!\) +- +0 +-", second)
+    # Lane 2 of 3, which served ticket 2: tickets 1, 3 and 4 are in line in lanes 1 and 0.
+    assert re.fullmatch(r"pool +2/3 +orders \(wf1\) +58 +\S+ +5 +0s +never \(!\) +3 +\S+", second)
     assert flag == (
-        "! order-2: a key has no TTL and never expires; `n8nlock reap` frees it after its "
-        "grace period"
+        "! pool: the record of lane 2 has no TTL and never expires; `n8nlock reap` frees it "
+        "once its holder has ended"
     )
-    assert "2 lock(s) held. WAITING counts executions that wait" in result.stderr
+    assert "2 lock(s) held. WAITING counts the callers in line" in result.stderr
 
 
-def test_locks_as_json_gives_null_for_what_is_not_known_and_counts_waiters(
+def test_locks_as_json_lists_lanes_scopes_and_format_1_locks_still_held(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    record = put_lock(redis_client, "order-1")
-    put_lock(redis_client, "order-2", with_meta=False)
-    redis_client.set("n8n-lock-done:meta", json.dumps(meta_for("done")), ex=5)
+    held = hold_lane(redis_client, "order-1", ticket=3)
+    leave_lane(redis_client, "order-2", ticket=1)
+    draw(redis_client, "order-2", 2)  # 2 drew its ticket and has not entered yet
+    redis_client.set("n8n-lock-order-9:meta", json.dumps({"lock_id": "x", "fence": 1}), ex=60)
     result = invoke("locks", "--scope", "order-*", "-o", "json", cwd=ws)
     assert result.exit_code == 0, explain(result)
-    first, second = json.loads(result.stdout)["locks"]
-    assert record is not None and first["holder"] == {
-        "lock_id": record["lock_id"],
+    document = json.loads(result.stdout)
+    (first,) = document["locks"]
+    assert first["holder"] == {
+        "lock_id": held["lock_id"],
         "workflow_id": "wf1",
         "workflow_name": "orders",
         "execution_id": "57",
         "execution_url": f"{BASE}/workflow/wf1/executions/57",
     }
-    assert first["waiting"] == 0 and first["fence"] == 1 and first["problems"] == []
+    assert (first["lane"], first["slots"], first["ticket"], first["fence"]) == (0, 1, 3, 3)
+    assert first["waiting"] == 0 and first["problems"] == []
+    assert first["key"] == "n8n-lock-order-1:meta:0"
     assert 295 < first["ttl_seconds"] <= 300
-    assert second["holder"] is None and second["problems"] == ["no meta"]
+    assert document["scopes"] == [
+        {"scope": "order-1", "slots": 1, "ticket": 3, "held": 1, "waiting": 0},
+        {"scope": "order-2", "slots": 1, "ticket": 2, "held": 0, "waiting": 1},
+    ]
+    assert document["v1_locks"] == ["order-9"]
+    assert "Warning: 1 lock(s) of the format before engine v2 still held (order-9)" in (
+        result.stderr
+    )
 
 
-def test_locks_says_so_when_nothing_is_held(ws: Path, invoke: Invoke) -> None:
+def test_locks_says_so_when_nothing_is_held(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    leave_lane(redis_client, "order-1")
     result = invoke("locks", cwd=ws)
     assert result.exit_code == 0 and result.stdout == ""
     assert "no lock is held" in result.stderr
@@ -142,7 +158,7 @@ def test_a_scope_glob_that_matches_keys_of_another_app_is_refused(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
     redis_client.hset("n8n-lock-orders-cache", "a", "b")
-    put_lock(redis_client, "order-1")
+    hold_lane(redis_client, "order-1")
     one_error(invoke("locks", "--scope", "order*", cwd=ws), 3, "n8n-lock-orders-cache (a hash")
     everything = invoke("locks", cwd=ws)
     assert everything.exit_code == 0, explain(everything)
@@ -159,22 +175,23 @@ def test_keys_that_are_not_utf8_neither_crash_nor_are_touched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     raw = redis.Redis.from_url(redis_url)
-    raw.set(b"n8n-lock-\xff\xfe", b"1")
-    raw.set(b"n8n-lock-bin:meta", b"\xff{not json")
-    raw.incr(b"n8n-lock-bin")
-    put_lock(redis_client, "order-1")
+    raw.set(b"n8n-lock-\xff\xfe:ticket", b"1")
+    raw.set(b"n8n-lock-bin:meta:0", b"\xff{not json")
+    raw.incr(b"n8n-lock-bin:ticket")
+    hold_lane(redis_client, "order-1")
     listed = invoke("locks", "-o", "json", cwd=ws)
     assert listed.exit_code == 0, explain(listed)
     scopes = {lock["scope"]: lock["problems"] for lock in json.loads(listed.stdout)["locks"]}
     assert scopes == {"order-1": []}
-    assert "Warning: n8n-lock-\ufffd\ufffd is a name that is not UTF-8" in listed.stderr
-    assert "Warning: n8n-lock-bin:meta is not UTF-8 text" in listed.stderr
+    assert "Warning: n8n-lock-\ufffd\ufffd:ticket is a name that is not UTF-8" in listed.stderr
+    assert "Warning: n8n-lock-bin:meta:0 is not UTF-8 text" in listed.stderr
     responses.add("GET", f"{BASE}/api/v1/executions/57", json={"status": "running"})
     monkeypatch.setattr(ops_commands, "pause", lambda seconds: None)
     result = invoke("reap", cwd=ws)
     assert result.exit_code == 0, explain(result)
     assert result.stdout == "kept  order-1  execution 57 is running\n"
-    assert raw.get(b"n8n-lock-\xff\xfe") == b"1" and raw.get(b"n8n-lock-bin") == b"1"
+    assert raw.get(b"n8n-lock-\xff\xfe:ticket") == b"1"
+    assert raw.get(b"n8n-lock-bin:meta:0") == b"\xff{not json"
     raw.close()
 
 
@@ -209,7 +226,7 @@ def test_the_url_variable_overrides_the_env_record(
     env = ws / "envs" / "dev.yml"
     env.write_text(re.sub(r"port: \d+", f"port: {free_port()}", env.read_text()))
     one_error(invoke("locks", cwd=ws), 4, "cannot reach Redis at redis://127.0.0.1:")
-    put_lock(redis_client, "order-1")
+    hold_lane(redis_client, "order-1")
     monkeypatch.setenv("N8NLOCK_REDIS_URL", redis_url)
     result = invoke("locks", cwd=ws)
     assert result.exit_code == 0 and "order-1" in result.stdout, explain(result)
@@ -235,57 +252,99 @@ def test_an_unset_password_variable_is_an_input_error(
 def test_release_without_force_says_what_to_do(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1")
+    held = hold_lane(redis_client, "order-1")
     hint = one_error(invoke("release", "order-1", cwd=ws), 2, "needs --force")
     assert "n8nlock release order-1 --force" in hint
-    assert redis_client.exists("n8n-lock-order-1") == 1
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
 
 
-def test_release_without_a_terminal_and_without_yes_deletes_nothing(
+def test_release_without_a_terminal_and_without_yes_changes_nothing(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1")
+    held = hold_lane(redis_client, "order-1", ticket=4)
     result = invoke("release", "order-1", "--force", cwd=ws)
     assert "--yes" in one_error(result, 3, "there is no terminal to ask")
-    assert "deletes    n8n-lock-order-1:meta, n8n-lock-order-1" in result.stdout
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+    assert (
+        "releases   n8n-lock-order-1:meta:0 (marked released), n8n-lock-order-1:served:0 := 4"
+        in result.stdout
+    )
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
+    assert redis_client.get("n8n-lock-order-1:served:0") == "3"
 
 
-def test_release_yes_shows_deletes_and_counts_and_a_second_run_finds_nothing(
+def test_release_yes_shows_releases_counts_and_a_second_run_finds_nothing(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1")
-    put_lock(redis_client, "order-2")
+    held = hold_lane(redis_client, "order-1", ticket=4)
+    draw(redis_client, "order-1", 5)  # the next in line
+    other = hold_lane(redis_client, "order-2")
     result = invoke("release", "order-1", "--force", "--yes", cwd=ws)
     assert result.exit_code == 0, explain(result)
     assert "lock on scope 'order-1':" in result.stdout
     assert f"execution  57  {BASE}/workflow/wf1/executions/57" in result.stdout
-    deleted = [line.split() for line in result.stderr.splitlines()]
-    assert deleted == [["delete", "n8n-lock-order-1:meta"], ["delete", "n8n-lock-order-1"]]
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 0
-    assert redis_client.exists("n8n-lock-order-2", "n8n-lock-order-2:meta") == 2
+    assert f"lock id    {held['lock_id']}" in result.stdout
+    assert [line.split() for line in result.stderr.splitlines()] == [
+        ["release", "n8n-lock-order-1:meta:0"]
+    ]
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "")["released"] is True
+    assert redis_client.get("n8n-lock-order-1:served:0") == "4"  # ticket 5 enters now
+    assert json.loads(redis_client.get("n8n-lock-order-2:meta:0") or "") == other
     stats = invoke("stats", "-o", "json", cwd=ws)
     assert json.loads(stats.stdout)["scopes"][0]["force_released"] == 1
     again = invoke("release", "order-1", "--force", "--yes", cwd=ws)
-    assert "n8nlock locks" in one_error(again, 3, "no lock on scope 'order-1'")
+    assert "n8nlock locks" in one_error(again, 3, "no lock held on scope 'order-1'")
+    assert redis_client.get("n8n-lock-order-1:served:0") == "4"
 
 
-@pytest.mark.parametrize(("answer", "left"), [("y\n", 0), ("n\n", 2), ("\n", 2)])
+def test_release_of_a_semaphore_needs_the_lane_when_several_are_held(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    hold_lane(redis_client, "pool", ticket=1, slots=3)
+    hold_lane(redis_client, "pool", ticket=2, slots=3, execution_id="58")
+    hint = one_error(invoke("release", "pool", "--force", "--yes", cwd=ws), 3, "2 lanes (1, 2)")
+    assert "--lane 1" in hint
+    result = invoke("release", "pool", "--force", "--yes", "--lane", "2", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert "lock on lane 2 of 3 of scope 'pool':" in result.stdout
+    assert "execution  58" in result.stdout
+    assert json.loads(redis_client.get("n8n-lock-pool:meta:2") or "")["released"] is True
+    assert "released" not in json.loads(redis_client.get("n8n-lock-pool:meta:1") or "")
+
+
+def test_release_that_finds_the_lock_released_meanwhile_says_so(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_lane(redis_client, "order-1", ticket=1)
+    monkeypatch.setattr(ops_commands, "stdin_is_terminal", lambda: True)
+
+    def holder_releases(*args: object, **kwargs: object) -> bool:
+        leave_lane(redis_client, "order-1", ticket=1)  # while the operator reads the question
+        return True
+
+    monkeypatch.setattr(click, "confirm", holder_releases)
+    result = invoke("release", "order-1", "--force", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert "its holder released it meanwhile: nothing was changed" in result.stderr
+    assert redis_client.keys("n8nlock:stats:*:force_released:*") == []
+
+
+@pytest.mark.parametrize(("answer", "released"), [("y\n", True), ("n\n", False), ("\n", False)])
 def test_release_asks_at_a_terminal(
     ws: Path,
     invoke: Invoke,
     redis_client: redis.Redis,
     monkeypatch: pytest.MonkeyPatch,
     answer: str,
-    left: int,
+    released: bool,
 ) -> None:
-    put_lock(redis_client, "order-1")
+    hold_lane(redis_client, "order-1")
     monkeypatch.setattr(ops_commands, "stdin_is_terminal", lambda: True)
     result = invoke("release", "order-1", "--force", cwd=ws, input=answer)
     assert result.exit_code == 0, explain(result)
-    assert "Delete 2 key(s)? [y/N]" in result.stderr
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == left
-    assert ("nothing was deleted" in result.stderr) == (left == 2)
+    assert "Free this lock? [y/N]" in result.stderr
+    record = json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "")
+    assert bool(record.get("released")) is released
+    assert ("nothing was changed" in result.stderr) is not released
 
 
 # reap
@@ -294,26 +353,29 @@ def test_release_asks_at_a_terminal(
 def test_reap_frees_ended_holders_keeps_running_ones_and_says_why(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1", meta=meta_for("order-1", execution_id="57"))
-    put_lock(redis_client, "order-2", meta=meta_for("order-2", execution_id="58"))
+    hold_lane(redis_client, "order-1", execution_id="57")
+    hold_lane(redis_client, "order-2", execution_id="58")
+    hold_lane(redis_client, "pool", ticket=2, slots=2, execution_id="59")
     stub_execution("57", "canceled")
     stub_execution("58", "waiting")
+    stub_execution("59", "error")
     result = invoke("reap", cwd=ws)
     assert result.exit_code == 0, explain(result)
     assert result.stdout.splitlines() == [
         "freed  order-1  execution 57 ended: canceled",
         " kept  order-2  execution 58 is waiting",
+        "freed  pool lane 0  execution 59 ended: error",
     ]
-    assert "1 lock(s) freed, 1 kept" in result.stderr
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-2") == 1
+    assert "2 lock(s) freed, 1 kept" in result.stderr
+    assert redis_client.get("n8n-lock-order-1:served:0") == "1"
     again = invoke("reap", "-o", "json", cwd=ws)
     assert json.loads(again.stdout)["freed"] == 0, explain(again)
 
 
-def test_reap_dry_run_goes_the_same_way_and_deletes_nothing(
+def test_reap_dry_run_goes_the_same_way_and_changes_nothing(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1")
+    held = hold_lane(redis_client, "order-1")
     stub_execution("57", "crashed")
     result = invoke("reap", "--dry-run", "-o", "json", cwd=ws)
     assert result.exit_code == 0, explain(result)
@@ -321,9 +383,11 @@ def test_reap_dry_run_goes_the_same_way_and_deletes_nothing(
         "dry_run": True,
         "grace_seconds": 30,
         "freed": 0,
+        "forgot": 0,
         "locks": [
             {
                 "scope": "order-1",
+                "lane": 0,
                 "action": "would-free",
                 "reason": "execution 57 ended: crashed",
                 "workflow_id": "wf1",
@@ -331,41 +395,66 @@ def test_reap_dry_run_goes_the_same_way_and_deletes_nothing(
             }
         ],
     }
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
 
 
-def test_reap_waits_the_grace_period_for_a_counter_without_record(
+def test_reap_waits_the_grace_period_for_a_record_without_ttl_and_holder(
     ws: Path, invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    put_lock(redis_client, "order-1", with_meta=False)
+    redis_client.set("n8n-lock-order-1:meta:0", "{not json")
     slept: list[float] = []
     monkeypatch.setattr(ops_commands, "pause", slept.append)
     result = invoke("reap", "--grace", "5", cwd=ws)
     assert result.exit_code == 0, explain(result)
     assert slept == [5]
-    assert "1 lock key(s) without a holder to ask about: looking again in 5 s" in result.stderr
-    assert result.stdout == "freed  order-1  no meta (holder unknown) for 5 s\n"
+    assert "1 record(s) without TTL and without a holder to ask about: looking again in 5 s" in (
+        result.stderr
+    )
+    assert result.stdout == "freed  order-1  unreadable meta without TTL for 5 s\n"
+    assert redis_client.exists("n8n-lock-order-1:meta:0") == 0
+
+
+def test_reap_idle_forgets_scopes_nobody_holds_or_waits_for(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    leave_lane(redis_client, "order-1", ticket=3)
+    redis_client.expire("n8n-lock-order-1:hold_ms", 3600)  # its last release: days ago
+    hold_lane(redis_client, "order-2")
+    stub_execution("57", "running")
+    plain = invoke("reap", cwd=ws)
+    assert plain.stdout == "kept  order-2  execution 57 is running\n", explain(plain)
+    assert redis_client.get("n8n-lock-order-1:ticket") == "3"
+    result = invoke("reap", "--idle", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert result.stdout.splitlines() == [
+        "forgot  order-1  idle: deleted its ticket (3) and lanes",
+        "  kept  order-2  execution 57 is running",
+    ]
+    assert "1 idle scope(s) forgotten" in result.stderr
+    assert redis_client.exists("n8n-lock-order-1:ticket", "n8n-lock-order-1:served:0") == 0
+    again = invoke("reap", "--idle", "-o", "json", cwd=ws)
+    assert json.loads(again.stdout)["forgot"] == 0, explain(again)
 
 
 def test_reap_without_an_api_key_touches_nothing(
     ws: Path, invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    put_lock(redis_client, "order-1")
+    held = hold_lane(redis_client, "order-1")
     monkeypatch.delenv("N8N_API_KEY")
     before = snapshot(ws)
     hint = one_error(invoke("reap", cwd=ws), 3, "N8N_API_KEY is not set")
     assert "export N8N_API_KEY" in hint
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
     assert snapshot(ws) == before
 
 
-def test_reap_with_a_refused_api_key_deletes_nothing(
+def test_reap_with_a_refused_api_key_changes_nothing(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    put_lock(redis_client, "order-1")
+    held = hold_lane(redis_client, "order-1")
     responses.add("GET", f"{BASE}/api/v1/executions/57", status=401, json={"message": "no"})
     one_error(invoke("reap", cwd=ws), 4, "n8n refused the API key (401")
-    assert redis_client.exists("n8n-lock-order-1", "n8n-lock-order-1:meta") == 2
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
 
 
 # stats
@@ -374,14 +463,14 @@ def test_reap_with_a_refused_api_key_deletes_nothing(
 def test_stats_in_every_format(ws: Path, invoke: Invoke, redis_client: redis.Redis) -> None:
     seconds, _ = redis_client.time()
     prefix = f"n8nlock:stats:{datetime.fromtimestamp(seconds, tz=timezone.utc):%Y%m%d%H}"
-    redis_client.set(f"{prefix}:acquired:order-1", 3)
+    redis_client.set(f"{prefix}:arrived:order-1", 4)
+    redis_client.set(f"{prefix}:busy:order-1", 1)
     redis_client.set(f"{prefix}:waited:order-1", 1)
-    redis_client.set(f"{prefix}:wait_le_0.1:order-1", 2)
     redis_client.set(f"{prefix}:wait_le_5:order-1", 1)
     text = invoke("stats", cwd=ws)
     assert text.exit_code == 0, explain(text)
     assert text.stdout.splitlines()[1].split() == [
-        "order-1", "3", "1", "0", "0", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
+        "order-1", "3", "1", "0", "1", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
     ]  # fmt: skip
     document = json.loads(invoke("stats", "--hours", "1", "-o", "json", cwd=ws).stdout)
     assert document["hours"] == 1 and document["scopes"][0]["acquired"] == 3

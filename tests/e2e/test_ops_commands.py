@@ -1,8 +1,9 @@
-"""The operator commands against the test-bed n8n and Redis, on locks that real executions took.
+"""The operator commands against the test-bed n8n and its Redis.
 
-Each test owns its scope (`unique_name`); the commands run in the lock bed's workspace, whose env
-recorded Redis through `redis-credential` (the CLI gets --redis-url only when the test bed gives
-n8n another address for Redis than the tests use).
+The Lua scripts run in the Redis n8n uses. Held locks are written in engine v2's layout
+(keys.py, as `tests/redis_bed.hold_lane` writes them) for executions that really ran in n8n,
+so that reap asks n8n about real executions; the last test takes its lock through n8n itself.
+Each test owns its scope (`unique_name`).
 """
 
 from __future__ import annotations
@@ -11,44 +12,36 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import redis
 import requests
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
-from tests.e2e.lockbed import (
-    API_KEY_VARIABLE,
-    Call,
-    LockBed,
-    acquired,
-    run_cli,
-    stat,
-    wait_until,
-)
-from tests.testbed.client import OWNER
+from n8n_lockkit.ops.store import LockStore, ScopeState
+from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, acquired, init_workspace, wait_until
+from tests.redis_bed import draw, hold_lane, leave_lane
+from tests.testbed.client import OWNER, N8nClient
 from tests.testbed.endpoints import N8nInstance
 
-
-@pytest.fixture
-def ops(lockbed: LockBed, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpsCli]:
-    monkeypatch.setenv(API_KEY_VARIABLE, lockbed.n8n.api_key)
-    monkeypatch.delenv("N8NLOCK_REDIS_URL", raising=False)
-    yield OpsCli(lockbed, redis_url)
+HOLDER_PATH = "e2e-ops-holder"
 
 
 class OpsCli:
-    def __init__(self, lockbed: LockBed, redis_url: str) -> None:
-        self.lockbed = lockbed
+    """`n8nlock` in a workspace whose env points at the test-bed n8n and its Redis."""
+
+    def __init__(self, root: Path, n8n: N8nInstance, redis_url: str) -> None:
+        self.root = root
         seen = urlsplit(redis_url)
-        same = (seen.hostname, seen.port) == (lockbed.n8n.redis_host, lockbed.n8n.redis_port)
+        same = (seen.hostname, seen.port) == (n8n.redis_host, n8n.redis_port)
         self.redis_args = [] if same else ["--redis-url", redis_url]
 
     def __call__(self, *args: str, exit_code: int = 0) -> Result:
-        result = CliRunner().invoke(main, ["--workspace", str(self.lockbed.root), *args,
+        result = CliRunner().invoke(main, ["--workspace", str(self.root), *args,
                                            *self.redis_args])  # fmt: skip
         assert result.exit_code == exit_code, (
             f"n8nlock {' '.join(args)} exited {result.exit_code}\n{result.output}"
@@ -59,42 +52,65 @@ class OpsCli:
         return json.loads(self(*args, "-o", "json").stdout)
 
 
-UNHANDLED = "e2e_lock_caller_unhandled"
-
-
 @pytest.fixture
-def unhandled_caller(lockbed: LockBed) -> str:
-    """The lock caller without an error workflow: n8n 2.x runs the error workflow when an
-    execution is stopped (and the cleanup handler then frees its locks), 1.x does not; without
-    one, only `reap` frees a stopped execution's lock on both. Returns its webhook path."""
-    path = lockbed.root / "workflows" / f"{UNHANDLED}.template.json"
-    if not path.exists():
-        caller = json.loads(
-            (lockbed.root / "workflows" / "e2e_lock_caller.template.json").read_text()
-        )
-        caller["name"] = "e2e: lock caller without error workflow"
-        caller["settings"].pop("errorWorkflow")
-        for node in caller["nodes"]:
-            if node["type"] == "n8n-nodes-base.webhook":
-                node["parameters"]["path"] = "e2e-lock-unhandled"
-                node["webhookId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, UNHANDLED))
-        path.write_text(json.dumps(caller, indent=2))
-        run_cli(lockbed.root, "push", "--env", "e2e", "--activate", UNHANDLED)
-    return "e2e-lock-unhandled"
+def ops(
+    n8n: N8nInstance, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[OpsCli]:
+    monkeypatch.setenv(API_KEY_VARIABLE, n8n.api_key)
+    monkeypatch.delenv("N8NLOCK_REDIS_URL", raising=False)
+    yield OpsCli(init_workspace(tmp_path / "ws", n8n, []), n8n, redis_url)
 
 
-def hold_in_background(
-    pool: ThreadPoolExecutor, lockbed: LockBed, scope: str, path: str = "e2e-lock"
-) -> Future[Call]:
-    """An execution that takes the lock and then waits a minute before releasing it."""
-    body = {"ttl": 600, "max_wait": 60, "hold_ms": 60_000, "scope": scope}
-    return pool.submit(lockbed.webhook, path, body)
+def holder_workflow() -> dict[str, Any]:
+    """A webhook that answers with its execution id at once, then waits `?hold=` seconds."""
+
+    def node(name: str, kind: str, version: float, parameters: dict[str, Any]) -> dict[str, Any]:
+        return {"id": str(uuid.uuid4()), "name": name, "type": kind, "typeVersion": version,
+                "position": [0, 0], "parameters": parameters}  # fmt: skip
+
+    webhook = node("Webhook", "n8n-nodes-base.webhook", 2,
+                   {"path": HOLDER_PATH, "httpMethod": "GET", "responseMode": "responseNode",
+                    "options": {}})  # fmt: skip
+    webhook["webhookId"] = str(uuid.uuid4())
+    body = "={{ JSON.stringify({ execution_id: $execution.id }) }}"
+    answer = node("Answer", "n8n-nodes-base.respondToWebhook", 1.1,
+                  {"respondWith": "json", "options": {}, "responseBody": body})  # fmt: skip
+    hold = node("Hold", "n8n-nodes-base.wait", 1.1,
+                {"resume": "timeInterval", "unit": "seconds",
+                 "amount": "={{ Number($('Webhook').first().json.query.hold) }}"})  # fmt: skip
+    hold["webhookId"] = str(uuid.uuid4())
+    return {
+        "name": f"e2e ops holder {uuid.uuid4().hex[:6]}",
+        "nodes": [webhook, answer, hold],
+        "connections": {
+            "Webhook": {"main": [[{"node": "Answer", "type": "main", "index": 0}]]},
+            "Answer": {"main": [[{"node": "Hold", "type": "main", "index": 0}]]},
+        },
+        "settings": {"executionOrder": "v1"},
+    }
 
 
-def holder_execution(lockbed: LockBed, scope: str) -> str:
-    wait_until(lambda: bool(lockbed.redis.exists(f"n8n-lock-{scope}:meta")), 30, "lock taken")
-    meta = json.loads(str(lockbed.redis.get(f"n8n-lock-{scope}:meta")))
-    return str(meta["execution_id"])
+@pytest.fixture(scope="module")
+def holder(n8n: N8nInstance) -> Iterator[str]:
+    """The holder workflow, active in the test-bed n8n; returns its id."""
+    client = N8nClient(n8n)
+    try:
+        created = client.create_workflow(holder_workflow())
+        client.activate_and_wait(str(created["id"]), HOLDER_PATH, "GET")
+        yield str(created["id"])
+    finally:
+        client.close()
+
+
+def run_holder(n8n_client: N8nClient, hold_seconds: int) -> str:
+    """Start an execution of the holder; returns its id (it runs on for `hold_seconds`)."""
+    response = n8n_client.call_webhook(f"{HOLDER_PATH}?hold={hold_seconds}")
+    response.raise_for_status()
+    return str(response.json()["execution_id"])
+
+
+def status(n8n_client: N8nClient, execution_id: str) -> str:
+    return str(n8n_client.api("GET", f"/executions/{execution_id}")["status"])
 
 
 def stop_execution(n8n: N8nInstance, execution_id: str) -> None:
@@ -116,148 +132,126 @@ def stop_execution(n8n: N8nInstance, execution_id: str) -> None:
         stop.raise_for_status()
 
 
-def test_locks_lists_a_held_lock_and_release_force_frees_it(
-    lockbed: LockBed, ops: OpsCli, unique_name: str
+def counted(client: redis.Redis, metric: str, scope: str) -> int:
+    found = client.scan_iter(match=f"n8nlock:stats:*:{metric}:{scope}")
+    return sum(int(client.get(key) or 0) for key in found)
+
+
+def record(client: redis.Redis, scope: str, lane: int = 0) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(client.get(f"n8n-lock-{scope}:meta:{lane}") or "null")
+    return found
+
+
+def test_locks_lists_a_held_lane_and_release_force_lets_the_next_in_line_enter(
+    ops: OpsCli, n8n: N8nInstance, redis_client: redis.Redis, holder: str, unique_name: str
 ) -> None:
-    holder = acquired(lockbed.lock(unique_name, release=False, ttl=120))
+    held = hold_lane(redis_client, unique_name, ticket=3, ttl=120, workflow_id=holder,
+                     workflow_name="e2e ops holder", execution_id="4711")  # fmt: skip
+    draw(redis_client, unique_name, 5)  # 4 and 5 wait
     (listed,) = ops.json("locks", "--scope", unique_name)["locks"]
-    execution_url = (
-        f"{lockbed.n8n.base_url}/workflow/{holder['workflow_id']}/executions/"
-        f"{holder['execution_id']}"
-    )
+    execution_url = f"{n8n.base_url}/workflow/{holder}/executions/4711"
     assert listed["holder"] == {
-        "lock_id": holder["lock_id"],
-        "workflow_id": holder["workflow_id"],
-        "workflow_name": "e2e: lock caller",
-        "execution_id": holder["execution_id"],
+        "lock_id": held["lock_id"],
+        "workflow_id": holder,
+        "workflow_name": "e2e ops holder",
+        "execution_id": "4711",
         "execution_url": execution_url,
     }
-    assert listed["fence"] == holder["fence"] and listed["waiting"] == 0
+    assert (listed["ticket"], listed["fence"], listed["waiting"]) == (3, 3, 2)
     assert 100 < listed["ttl_seconds"] <= 120 and listed["problems"] == []
-    text = ops("locks", "--scope", unique_name).stdout
-    assert holder["execution_id"] in text and execution_url in text
-    # Visit the link: it is the execution's page in n8n's UI.
-    assert requests.get(execution_url, timeout=30).status_code == 200
+    assert execution_url in ops("locks", "--scope", unique_name).stdout
+    assert requests.get(execution_url, timeout=30).status_code == 200  # n8n's page for it
 
     released = ops("release", unique_name, "--force", "--yes")
-    assert f"delete  n8n-lock-{unique_name}:meta" in released.stderr
-    assert lockbed.redis.exists(holder["key"], holder["meta_key"]) == 0
+    assert f"release  n8n-lock-{unique_name}:meta:0" in released.stderr
+    assert record(redis_client, unique_name)["released"] is True
+    assert redis_client.get(f"n8n-lock-{unique_name}:served:0") == "3"  # ticket 4's turn
+    assert counted(redis_client, "force_released", unique_name) == 1
+    ops("release", unique_name, "--force", "--yes", exit_code=3)
+    assert counted(redis_client, "force_released", unique_name) == 1
+
+
+def test_reap_keeps_a_running_holder_and_frees_it_once_stopped_through_the_api(
+    ops: OpsCli,
+    n8n: N8nInstance,
+    n8n_client: N8nClient,
+    redis_client: redis.Redis,
+    holder: str,
+    unique_name: str,
+) -> None:
+    finished = run_holder(n8n_client, 1)
+    running = run_holder(n8n_client, 60)
+    wait_until(lambda: status(n8n_client, finished) == "success", 30, "the short run ended")
+    hold_lane(redis_client, unique_name, ticket=1, slots=2, workflow_id=holder,
+              execution_id=finished)  # fmt: skip
+    hold_lane(redis_client, unique_name, ticket=2, slots=2, workflow_id=holder,
+              execution_id=running)  # fmt: skip
+    dry = ops.json("reap", "--scope", unique_name, "--dry-run")["locks"]
+    assert [(d["lane"], d["action"]) for d in dry] == [(0, "kept"), (1, "would-free")]
+    assert "released" not in record(redis_client, unique_name, 1)
+
+    first = ops.json("reap", "--scope", unique_name)["locks"]
+    assert {d["lane"]: d["action"] for d in first} == {0: "kept", 1: "freed"}
+    assert {d["lane"]: d["reason"] for d in first}[1] == f"execution {finished} ended: success"
+    assert record(redis_client, unique_name, 1)["released"] is True
+    assert redis_client.get(f"n8n-lock-{unique_name}:served:1") == "1"
+
+    stop_execution(n8n, running)
+    wait_until(lambda: status(n8n_client, running) in {"canceled", "crashed"}, 30, "stopped")
+    started = time.monotonic()
+    freed = ops("reap", "--scope", unique_name)
+    print(f"reap released the stopped execution's lane in {time.monotonic() - started:.2f} s")
+    stopped = status(n8n_client, running)
+    assert freed.stdout == (f"freed  {unique_name} lane 0  execution {running} ended: {stopped}\n")
+    assert redis_client.get(f"n8n-lock-{unique_name}:served:0") == "2"
+    assert counted(redis_client, "reaped", unique_name) == 2
+    again = ops.json("reap", "--scope", unique_name)
+    assert again["freed"] == 0 and again["locks"] == []
+
+
+def test_reap_idle_forgets_the_scalars_only_of_a_scope_nobody_is_in_line_for(
+    ops: OpsCli, redis_url: str, redis_client: redis.Redis, unique_name: str
+) -> None:
+    idle, busy = f"{unique_name}-idle", f"{unique_name}-busy"
+    leave_lane(redis_client, idle, ticket=6)
+    redis_client.set(f"n8n-lock-{idle}:gone:5", 1, ex=600)
+    redis_client.expire(f"n8n-lock-{idle}:hold_ms", 3600)  # released long ago
+    leave_lane(redis_client, busy, ticket=2)
+    redis_client.expire(f"n8n-lock-{busy}:hold_ms", 3600)
+    draw(redis_client, busy, 3)  # 3 drew its ticket and has not entered yet
+    result = ops.json("reap", "--scope", f"{unique_name}-*", "--idle")
+    assert {d["scope"]: d["action"] for d in result["locks"]} == {idle: "forgot", busy: "busy"}
+    assert [k for k in redis_client.scan_iter(match=f"n8n-lock-{idle}*")] == [
+        f"n8n-lock-{idle}:meta:0"  # the released record, for its last seconds
+    ]
+    assert redis_client.get(f"n8n-lock-{busy}:ticket") == "3"
+
+    # An arrival between the read and the script: the script reads the ticket itself.
+    leave_lane(redis_client, busy, ticket=3)
+    redis_client.expire(f"n8n-lock-{busy}:hold_ms", 3600)
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        store = LockStore(client)
+        state = store.read(busy)
+        assert isinstance(state, ScopeState)
+        redis_client.incr(f"n8n-lock-{busy}:ticket")
+        assert store.forget_if_idle(state, 30) == (False, "ticket 4 is in line in lane 0")
+    assert redis_client.get(f"n8n-lock-{busy}:ticket") == "4"
+
+
+def test_a_lock_taken_through_n8n_is_listed_force_released_and_counted(
+    lockbed: LockBed, ops: OpsCli, redis_client: redis.Redis, unique_name: str
+) -> None:
+    # Takes its lock through the engine v2 primitives: re-check when they change.
+    holder = acquired(lockbed.lock(unique_name, release=False, ttl=120))
+    (listed,) = ops.json("locks", "--scope", unique_name)["locks"]
+    assert listed["holder"]["lock_id"] == holder["lock_id"]
+    assert listed["holder"]["execution_id"] == holder["execution_id"]
+    assert (listed["lane"], listed["fence"]) == (0, holder["fence"])
+    assert 100 < listed["ttl_seconds"] <= 120
+    ops("release", unique_name, "--force", "--yes")
     started = time.monotonic()
     acquired(lockbed.lock(unique_name))
     assert time.monotonic() - started < 2.5, "the next caller still waited"
-    assert stat(lockbed, "force_released", unique_name) == 1
-    ops("release", unique_name, "--force", "--yes", exit_code=3)
-
-
-def test_reap_keeps_a_running_holder_and_heals_it_once_stopped_through_the_api(
-    lockbed: LockBed, ops: OpsCli, unique_name: str, unhandled_caller: str
-) -> None:
-    with ThreadPoolExecutor(1) as pool:
-        call = hold_in_background(pool, lockbed, unique_name, unhandled_caller)
-        execution_id = holder_execution(lockbed, unique_name)
-        (kept,) = ops.json("reap", "--scope", unique_name)["locks"]
-        assert kept["action"] == "kept" and kept["execution_id"] == execution_id
-        assert kept["reason"] in {
-            f"execution {execution_id} is {s}" for s in ("running", "waiting")
-        }
-        stop_execution(lockbed.n8n, execution_id)
-        call.result(timeout=60)
-    # Stopping runs no error workflow: the lock is still held by an execution that has ended.
-    assert lockbed.redis.exists(f"n8n-lock-{unique_name}") == 1
-    dry = ops.json("reap", "--scope", unique_name, "--dry-run")["locks"]
-    assert [d["action"] for d in dry] == ["would-free"]
-    assert lockbed.redis.exists(f"n8n-lock-{unique_name}") == 1
-    started = time.monotonic()
-    freed = ops("reap", "--scope", unique_name)
-    print(f"reap freed the stopped execution's lock in {time.monotonic() - started:.2f} s")
-    assert freed.stdout == f"freed  {unique_name}  execution {execution_id} ended: canceled\n"
-    assert lockbed.redis.exists(f"n8n-lock-{unique_name}", f"n8n-lock-{unique_name}:meta") == 0
-    assert stat(lockbed, "reaped", unique_name) == 1
-
-
-def test_reap_heals_a_counter_its_holder_never_wrote_a_record_for(
-    lockbed: LockBed, ops: OpsCli, unique_name: str
-) -> None:
-    key = f"n8n-lock-{unique_name}"
-    lockbed.redis.incr(key)  # a holder that crashed between INCR and EXPIRE (W11, W2)
-    (listed,) = ops.json("locks", "--scope", unique_name)["locks"]
-    assert listed["holder"] is None and listed["problems"] == ["no meta", "no TTL"]
-    started = time.monotonic()
-    result = ops("reap", "--scope", unique_name, "--grace", "5")
-    assert time.monotonic() - started >= 5
-    assert result.stdout == f"freed  {unique_name}  no meta (holder unknown) for 5 s\n"
-    assert lockbed.redis.exists(key) == 0
-    acquired(lockbed.lock(unique_name))
-
-
-def test_stats_count_what_the_executions_and_commands_did(
-    lockbed: LockBed, ops: OpsCli, unique_name: str, unhandled_caller: str
-) -> None:
-    acquired(lockbed.lock(unique_name))  # acquired and released
-    failed = lockbed.lock(unique_name, fail=True, ttl=120)  # healed by the cleanup handler
-    assert failed.status >= 400 or "error" in str(failed.body)
-    wait_until(lambda: not lockbed.redis.exists(f"n8n-lock-{unique_name}"), 5, "healed")
-    acquired(lockbed.lock(unique_name, release=False))  # then force-released
-    ops("release", unique_name, "--force", "--yes")
-    with ThreadPoolExecutor(1) as pool:  # stopped, then reaped (no handler to race reap)
-        call = hold_in_background(pool, lockbed, unique_name, unhandled_caller)
-        stop_execution(lockbed.n8n, holder_execution(lockbed, unique_name))
-        call.result(timeout=60)
-    ops("reap", "--scope", unique_name)
-    busy = lockbed.lock(unique_name, release=False, ttl=30)
-    assert lockbed.lock(unique_name, wait=False).body["acquired"] is False  # refused: busy
-    ops("release", unique_name, "--force", "--yes")
-    assert acquired(busy)
-
     (scope,) = ops.json("stats", "--scope", unique_name, "--hours", "2")["scopes"]
-    assert {k: scope[k] for k in ("acquired", "waited", "timeout", "busy")} == {
-        "acquired": 5,
-        "waited": 0,
-        "timeout": 0,
-        "busy": 1,
-    }
-    assert (scope["healed"], scope["force_released"], scope["reaped"]) == (1, 2, 1)
-    assert sum(scope["wait_seconds"]["buckets"].values()) == 5
-    prometheus = ops("stats", "--scope", unique_name, "-o", "prometheus").stdout
-    assert f'n8nlock_lock_events{{event="reaped",scope="{unique_name}"}} 1.0' in prometheus
-
-
-def test_locks_counts_the_executions_that_wait_and_they_count_out_when_they_leave(
-    lockbed: LockBed, ops: OpsCli, unique_name: str
-) -> None:
-    acquired(lockbed.lock(unique_name, release=False, ttl=120))
-
-    def waiting() -> int:
-        (listed,) = ops.json("locks", "--scope", unique_name)["locks"]
-        return int(listed["waiting"])
-
-    with ThreadPoolExecutor(3) as pool:
-        patient = [pool.submit(lockbed.lock, unique_name, max_wait=60) for _ in range(2)]
-        hasty = pool.submit(lockbed.lock, unique_name, max_wait=2)
-        wait_until(lambda: waiting() == 3, 10, "three waiters are counted")
-        assert hasty.result().body.get("acquired") is False  # timed out: it counts itself out
-        wait_until(lambda: waiting() == 2, 10, "the timed-out waiter left the count")
-        ops("release", unique_name, "--force", "--yes")
-        assert all(acquired(call.result()) for call in patient)
-    assert not lockbed.redis.exists(f"n8n-lock-{unique_name}")
-    assert lockbed.redis.get(f"n8nlock:arrived:{unique_name}") == "3"
-    assert lockbed.redis.get(f"n8nlock:left:{unique_name}") == "3"
-
-
-def test_a_stopped_execution_is_healed_by_the_handler_on_2x_and_by_reap_on_1x(
-    lockbed: LockBed, ops: OpsCli, unique_name: str
-) -> None:
-    with ThreadPoolExecutor(1) as pool:
-        call = hold_in_background(pool, lockbed, unique_name)  # the caller names the handler
-        execution_id = holder_execution(lockbed, unique_name)
-        stop_execution(lockbed.n8n, execution_id)
-        call.result(timeout=60)
-    key = f"n8n-lock-{unique_name}"
-    if lockbed.n8n.version.startswith("1."):
-        time.sleep(3)
-        assert lockbed.redis.exists(key) == 1, "1.x ran an error workflow for a stopped execution"
-        ops("reap", "--scope", unique_name)
-        assert lockbed.redis.exists(key) == 0
-    else:
-        healed = wait_until(lambda: not lockbed.redis.exists(key), 5, "the handler freed it")
-        print(f"2.x: the cleanup handler freed the stopped execution's lock in {healed:.2f} s")
+    assert (scope["arrived"], scope["acquired"], scope["force_released"]) == (2, 2, 1)
+    assert sum(scope["wait_seconds"]["buckets"].values()) == 2
