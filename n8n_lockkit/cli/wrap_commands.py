@@ -76,6 +76,20 @@ def scope_option(what: str) -> Callable[[F], F]:
     help="Renew the lock (to a full TTL) each time NODE is about to run; stop the execution "
     "if the lock is no longer its own. Repeatable; name a node inside a loop for long loops.",
 )
+@click.option(
+    "--max-concurrent",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="How many executions may hold the scope at once (a semaphore); waiters are served "
+    "in arrival order.",
+)
+@click.option(
+    "--via-subworkflow",
+    is_flag=True,
+    help="Call the lock_acquisition / lock_release primitives instead of putting the lock's "
+    "nodes into the workflow (slower: two sub-workflow calls, about 65-90 ms each).",
+)
 @env_option
 @dry_run_option
 @format_option
@@ -89,16 +103,19 @@ def add_lock_to_workflow(
     fail_fast: bool,
     lock_on_error: bool,
     renew_before: Sequence[str],
+    max_concurrent: int,
+    via_subworkflow: bool,
     envs: Sequence[str],
     dry_run: bool,
     fmt: str,
 ) -> None:
     """Run a workflow's body under a lock, released once at the end.
 
-    Inserts Lock Acquire after each trigger and a single Lock Release after every branch
-    of the body has finished; the body sees the trigger's items as before. A static scope
-    is added to lockScopes of the env(s). Running it again changes nothing; other flags
-    update the lock in place.
+    Puts the lock's nodes after each trigger (waiters are served in arrival order and
+    sleep until their turn) and a single release after every branch of the body has
+    finished; the body sees the trigger's items as before. A static scope is added to
+    lockScopes of the env(s). Running it again changes nothing; other flags update the lock
+    in place, and --via-subworkflow switches to (or back from) calling the primitives.
 
     \b
     Example:
@@ -106,11 +123,20 @@ def add_lock_to_workflow(
             --scope-expression "={{ 'order-' + $json.body.orderId }}" --ttl-seconds 300
         n8nlock add-lock-to-workflow --workflow-key sync --scope-expression sync \\
             --ttl-seconds 120 --renew-before "Handle Batch" --lock-on-error
+        n8nlock add-lock-to-workflow --workflow-key enrich --scope-expression openai \\
+            --max-concurrent 3
     """
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
     config = LockConfig(
-        scope, ttl_seconds, max_wait_seconds, fail_fast, lock_on_error, tuple(renew_before)
+        scope,
+        ttl_seconds,
+        max_wait_seconds,
+        fail_fast,
+        lock_on_error,
+        tuple(renew_before),
+        max_concurrent,
+        via_subworkflow,
     )
     apply_plan(
         workspace,

@@ -161,16 +161,7 @@ def expression(name: str, tokens: dict[str, str]) -> str:
     Comment lines go (they are for the reader of the file); `{{` and `}}` cannot appear, since
     n8n would read them as the end of the expression.
     """
-    lines = [line for line in _script(name).splitlines() if not line.strip().startswith("//")]
-    body = "\n".join(lines)
-    for token, replacement in tokens.items():
-        body = body.replace(token, replacement)
-    leftover = re.findall(r"__[A-Z_]+__", body)
-    if leftover:
-        raise TemplateError(f"engine script {name}.js: no value for {', '.join(leftover)}")
-    if "{{" in body or "}}" in body:
-        raise TemplateError(f"engine script {name}.js: '{{{{' or '}}}}' would end the expression")
-    return f"={{{{ (() => {{\n{body}\n}})() }}}}"
+    return script_expression(_script(name), f"engine script {name}.js", tokens)
 
 
 def _ref(name: str) -> str:
@@ -267,7 +258,7 @@ def _input_js(inputs: LockInputs) -> str:
         "lock_id": inputs.lock_id,
     }
     pairs = ", ".join(f"{name}: {value_js(value)}" for name, value in fields.items())
-    return f"const input = {{ {pairs} }};\n"
+    return f"const input = {{ {pairs} }};"
 
 
 def acquire(
@@ -300,16 +291,27 @@ def acquire(
         "__CONTEXT__": f"{_ref(context)}.first().json",
         "__STATS_TTL__": str(keys.STATS_TTL_SECONDS),
     }
-    context_js = _input_js(inputs) + ""
     context_script = expression(
         "context",
         {
             **common,
+            "__INPUT__": _input_js(inputs),
             "__DEFAULT_TTL__": str(options.default_ttl_seconds),
             "__DEFAULT_MAX_WAIT__": str(options.default_max_wait_seconds),
         },
-    ).replace("(() => {\n", "(() => {\n" + context_js, 1)
+    )
     g.entry = g.add(_set_raw(key, "lock-context", context, [x, y], context_script))
+    valid, invalid = n("Lock Input Valid?"), n("Lock Input Refused")
+    g.add(_if(key, "lock-input-valid", valid, [x + STEP, y + ROW], "$json.problem === null"))
+    g.add(
+        node(
+            key, "lock-input-refused", invalid, "n8n-nodes-base.stopAndError", 1,
+            [x + 2 * STEP, y + 2 * ROW],
+            {"errorType": "errorMessage", "errorMessage": "={{ $json.problem }}"},
+        )
+    )  # fmt: skip
+    g.connect(context, 0, valid)
+    g.connect(valid, 1, invalid)
     g.add(_split(key, "lock-ticket-items", ticket_items, [x + STEP, y], "incr"))
     g.add(_redis(key, "lock-take-ticket", take_ticket, [x + 2 * STEP, y], INCR_EACH, False))
     look_script = expression(
@@ -329,13 +331,7 @@ def acquire(
             "lock-read",
             read,
             [x + 5 * STEP, y],
-            {
-                "operation": "get",
-                "propertyName": "value",
-                "key": "={{ $json.key }}",
-                "keyType": "string",
-                "options": {"dotNotation": False},
-            },
+            GET_EACH,
             False,
         )
     )
@@ -361,19 +357,11 @@ def acquire(
             "lock-hold",
             hold,
             [x + 9 * STEP, y],
-            {
-                "operation": "set",
-                "key": "={{ $json.key }}",
-                "value": "={{ $json.value }}",
-                "keyType": "={{ $json.type }}",
-                "valueIsJSON": True,
-                "expire": True,
-                "ttl": "={{ $json.ttl }}",
-            },
+            SET_EACH,
             False,
         )
     )
-    g.connect(context, 0, ticket_items)
+    g.connect(valid, 0, ticket_items)
     g.connect(ticket_items, 0, take_ticket)
     g.connect(take_ticket, 0, look)
     g.connect(look, 0, read_items)
@@ -527,3 +515,49 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()
     g.connect(split, 0, count)
     g.exits["done"] = [(waited, 1), (count, 0)]
     return g
+
+
+# ---------------------------------------------------------------------------------------------
+# For the sub-workflow primitives (render.py): the same scripts and node builders.
+
+
+def script_expression(source: str, label: str, tokens: dict[str, str]) -> str:
+    """A script (the text of a `.js` file) as one n8n expression that returns its object;
+    see `expression`. `label` names the script in errors."""
+    lines = [line for line in source.splitlines() if not line.strip().startswith("//")]
+    body = "\n".join(lines)
+    for token, replacement in tokens.items():
+        body = body.replace(token, replacement)
+    leftover = re.findall(r"__[A-Z_]+__", body)
+    if leftover:
+        raise TemplateError(f"{label}: no value for {', '.join(leftover)}")
+    if "{{" in body or "}}" in body:
+        raise TemplateError(f"{label}: '{{{{' or '}}}}' would end the expression")
+    return f"={{{{ (() => {{\n{body}\n}})() }}}}"
+
+
+def ref(name: str) -> str:
+    """The JavaScript that reads node `name`'s output: `$("name")`."""
+    return _ref(name)
+
+
+set_raw = _set_raw
+split_out = _split
+redis = _redis
+if_node = _if
+GET_EACH = {
+    "operation": "get",
+    "propertyName": "value",
+    "key": "={{ $json.key }}",
+    "keyType": "string",
+    "options": {"dotNotation": False},
+}
+SET_EACH = {
+    "operation": "set",
+    "key": "={{ $json.key }}",
+    "value": "={{ $json.value }}",
+    "keyType": "={{ $json.type }}",
+    "valueIsJSON": True,
+    "expire": True,
+    "ttl": "={{ $json.ttl }}",
+}

@@ -105,3 +105,40 @@ def head_of(served: int | None, lane: int, slots: int) -> int:
     """The ticket that holds (or is next to hold) lane `lane`, given its `served` value."""
     first = lane if lane else slots
     return (first - slots if served is None else served) + slots
+
+
+# What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
+HOLD_TTL_SECONDS = 7 * 86400
+_LANE_KINDS = {SERVED_SUFFIX: "served", LANE_META_SUFFIX: "meta", GONE_SUFFIX: "gone"}
+_SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold"}
+_V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
+
+
+def parse_key(key: str) -> tuple[str, str, int | None] | None:
+    """(scope, kind, number) of a key under LOCK_PREFIX, or None for another prefix.
+
+    Kinds: ticket, hold, served/meta (number = lane), gone (number = ticket); format 1's
+    v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was the bare scope).
+    A scope may hold colons, so the kind is read from the end of the name."""
+    if not key.startswith(LOCK_PREFIX):
+        return None
+    name = key[len(LOCK_PREFIX) :]
+    for suffix, kind in _SCALAR_KINDS.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], kind, None
+    head, colon, number = name.rpartition(":")
+    if colon and number.isdigit() and number.isascii():
+        for suffix, kind in _LANE_KINDS.items():
+            scope = (head + colon).removesuffix(suffix)
+            if len(scope) < len(head + colon) and scope:
+                return scope, kind, int(number)
+    for suffix, kind in _V1_KINDS.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], kind, None
+    return (name, "v1_counter", None) if name else None
+
+
+def scan_pattern(scope: str) -> str:
+    """A SCAN MATCH pattern for exactly `scope`'s keys: its glob characters escaped."""
+    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in scope)
+    return f"{LOCK_PREFIX}{escaped}*"

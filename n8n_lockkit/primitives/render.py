@@ -1,9 +1,17 @@
-"""Render the primitives' Jinja templates into workflow JSON."""
+"""Render the primitives into workflow JSON.
+
+The lock primitives (acquisition, release, renew) are the engine's own nodes (`engine.py`)
+behind an Execute Workflow Trigger, so that a sub-workflow call and the inline form run the
+same decisions on the same keys and exclude each other on one scope. The cleanup handler and
+the rate limit are Jinja templates.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -12,8 +20,13 @@ from typing import Any
 import jinja2
 
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import keys
-from n8n_lockkit.primitives.catalogue import Primitive
+from n8n_lockkit.primitives import engine, keys
+from n8n_lockkit.primitives.catalogue import (
+    LOCK_ACQUISITION,
+    LOCK_RELEASE,
+    LOCK_RENEW,
+    Primitive,
+)
 
 # Node ids are uuid5 of primitive + node ident, so a re-render diffs cleanly.
 _NODE_ID_NAMESPACE = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
@@ -21,7 +34,11 @@ _NODE_ID_NAMESPACE = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """Template parameters; the defaults are the seed's."""
+    """Render parameters; the defaults are the seed's.
+
+    `poll_interval_seconds` is accepted for compatibility and changes nothing: since engine v2
+    a waiter sleeps until its expected turn and then looks every 20 ms.
+    """
 
     poll_interval_seconds: float = 1.0
     default_ttl_seconds: int = 86400
@@ -77,9 +94,8 @@ def _context(primitive: Primitive, options: RenderOptions) -> dict[str, Any]:
     context.update(
         uuid=node_id,
         js=js,
-        release_margin_seconds=keys.RELEASE_MARGIN_SECONDS,
+        released_meta_ttl_seconds=keys.RELEASED_META_TTL_SECONDS,
         stats_ttl_seconds=keys.STATS_TTL_SECONDS,
-        wait_buckets=list(keys.WAIT_BUCKETS),
     )
     return context
 
@@ -87,6 +103,11 @@ def _context(primitive: Primitive, options: RenderOptions) -> dict[str, Any]:
 def render_primitive(primitive: Primitive, options: RenderOptions | None = None) -> dict[str, Any]:
     options = options or RenderOptions()
     options.check()
+    build = _BUILT.get(primitive.key)
+    if build is not None:
+        return build(
+            engine.EngineOptions(options.default_ttl_seconds, options.default_max_wait_seconds)
+        )
     template = _environment().get_template(primitive.template)
     try:
         text = template.render(_context(primitive, options))
@@ -106,3 +127,254 @@ def render_primitive(primitive: Primitive, options: RenderOptions | None = None)
 def dump_workflow(workflow: dict[str, Any]) -> str:
     """The canonical text of a workflow file."""
     return json.dumps(workflow, indent=2, ensure_ascii=False) + "\n"
+
+
+Workflow = dict[str, Any]
+_SETTINGS = {"executionOrder": "v1", "callerPolicy": "any"}
+STEP = engine.STEP
+
+
+def _script_path(name: str) -> Path:
+    return templates_dir() / "js" / f"{name}.js"
+
+
+def _expression(name: str, tokens: dict[str, str]) -> str:
+    """`templates/js/<name>.js` as a Set node expression (see `engine.expression`)."""
+    source = _script_path(name).read_text(encoding="utf-8")
+    return engine.script_expression(source, f"script {name}.js", tokens)
+
+
+def _first(name: str) -> str:
+    return f"{engine.ref(name)}.first().json"
+
+
+def _trigger(key: str, name: str, inputs: list[tuple[str, str]]) -> engine.Node:
+    values = [{"name": n, "type": t} for n, t in inputs]
+    return engine.node(
+        key, "request", name, "n8n-nodes-base.executeWorkflowTrigger", 1.1, [0, 0],
+        {"inputSource": "workflowInputs", "workflowInputs": {"values": values}},
+    )  # fmt: skip
+
+
+def _chain(g: engine.Group, *names: str) -> None:
+    """Connect each node's first output to the next node."""
+    for source, target in itertools.pairwise(names):
+        g.connect(source, 0, target)
+
+
+def _merge(into: engine.Group, group: engine.Group) -> None:
+    into.nodes.extend(group.nodes)
+    into.connections.update(group.connections)
+
+
+def _workflow(primitive: Primitive, g: engine.Group) -> Workflow:
+    return {
+        "name": primitive.display_name,
+        "nodes": g.nodes,
+        "connections": g.connections,
+        "settings": dict(_SETTINGS),
+    }
+
+
+def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
+    """Lock Request → the engine's acquire chain → (a waiter's statistics) → Lock Output."""
+    key = LOCK_ACQUISITION.key
+    g = engine.Group()
+    trigger = g.add(
+        _trigger(
+            key,
+            "Lock Request",
+            [
+                ("scope", "string"),
+                ("ttl_seconds", "number"),
+                ("execution_id", "string"),
+                ("wait_till_lock_released", "boolean"),
+                ("max_wait_seconds", "number"),
+                ("lock_id", "string"),
+                ("workflow_id", "string"),
+                ("workflow_name", "string"),
+                ("max_concurrent", "number"),
+            ],
+        )
+    )
+    request = _first(trigger)
+    inputs = engine.LockInputs(
+        **{
+            field: f"={{{{ {request}.{name} }}}}"
+            for field, name in (
+                ("scope", "scope"),
+                ("ttl_seconds", "ttl_seconds"),
+                ("max_wait_seconds", "max_wait_seconds"),
+                ("wait", "wait_till_lock_released"),
+                ("slots", "max_concurrent"),
+                ("execution_id", "execution_id"),
+                ("workflow_id", "workflow_id"),
+                ("workflow_name", "workflow_name"),
+                ("lock_id", "lock_id"),
+            )
+        }
+    )
+    names = engine.Names()
+    acquire = engine.acquire(key, inputs, (STEP, 0), names, options)
+    _merge(g, acquire)
+    g.connect(trigger, 0, acquire.entry)
+    decision = _first(names("Lock Decide"))
+    # The inline form counts a waiter's statistics after its release; a sub-workflow release
+    # does not know whether its caller waited, so they are counted here, once the lock is held.
+    x, y = 10 * STEP, -engine.ROW
+    waited = g.add(
+        engine.if_node(
+            key, "lock-waited", "Lock Waited?", [x, y], f"{decision}.wait_stats.length > 0"
+        )
+    )
+    stats = g.add(
+        engine.set_raw(
+            key, "lock-wait-stats", "Lock Wait Stats", [x + STEP, y - engine.ROW // 2],
+            f"={{{{ {{ incr: {decision}.wait_stats }} }}}}",
+        )
+    )  # fmt: skip
+    split = g.add(
+        engine.split_out(
+            key, "lock-wait-stats-items", "Lock Wait Stats Items",
+            [x + 2 * STEP, y - engine.ROW // 2], "incr",
+        )
+    )  # fmt: skip
+    count = g.add(
+        engine.redis(
+            key, "lock-count-wait", "Lock Count Wait", [x + 3 * STEP, y - engine.ROW // 2],
+            engine.INCR_EACH, False,
+        )
+    )  # fmt: skip
+    script = _expression(
+        "lock_acquisition/output",
+        {"__CONTEXT__": _first(names("Lock Context")), "__DECISION__": decision},
+    )
+    output = g.add(engine.set_raw(key, "lock-output", "Lock Output", [x + 4 * STEP, y], script))
+    for source, index in acquire.exits["held"]:
+        g.connect(source, index, waited)
+    _chain(g, waited, stats, split, count, output)
+    g.connect(waited, 1, output)
+    return _workflow(LOCK_ACQUISITION, g)
+
+
+def _holder_check(
+    g: engine.Group, primitive: Primitive, request: list[tuple[str, str]], prefix: str
+) -> tuple[str, str]:
+    """Request → Context → read the lane(s) → Check (whose lock it is): lock_release and
+    lock_renew both start so. Returns the Context and Check node names."""
+    key = primitive.key
+    trigger = g.add(_trigger(key, f"{prefix} Request", request))
+    context, items, read, check = (
+        f"{prefix} Context", f"{prefix} Read Items", f"{prefix} Read", f"{prefix} Check"
+    )  # fmt: skip
+    script = _expression(
+        "lock_release/context",
+        {
+            "__INPUT__": "$json",
+            "__PRIMITIVE__": key,
+            "__LOCK_ID_REQUIRED__": engine.js_literal(primitive is LOCK_RENEW),
+        },
+    )
+    g.add(engine.set_raw(key, "context", context, [STEP, 0], script))
+    g.add(engine.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
+    g.add(engine.redis(key, "read", read, [3 * STEP, 0], engine.GET_EACH, False))
+    script = _expression(
+        "lock_release/holder",
+        {"__CONTEXT__": _first(context), "__READ__": f"{engine.ref(read)}.all()"},
+    )
+    g.add(engine.set_raw(key, "check", check, [4 * STEP, 0], script))
+    _chain(g, trigger, context, items, read, check)
+    return context, check
+
+
+_HANDOVER = [("scope", "string"), ("lock_id", "string"), ("ticket", "number")]
+
+
+def _lock_release(options: engine.EngineOptions) -> Workflow:
+    """Check ownership; the engine's release chain when the lock is the caller's; a stop
+    (LOGIC ERROR) when another lock holds the lane; nothing at all when none does."""
+    key = LOCK_RELEASE.key
+    g = engine.Group()
+    request = [*_HANDOVER, ("max_concurrent", "number")]
+    _, check = _holder_check(g, LOCK_RELEASE, request, "Release")
+    owned = g.add(engine.if_node(key, "owned", "Owned?", [5 * STEP, 0], "$json.outcome === 'held'"))
+    names = engine.Names()
+    release = engine.release(key, f"{_first(check)}.held", (6 * STEP, -engine.ROW), names)
+    _merge(g, release)
+    free = g.add(
+        engine.if_node(
+            key, "not-held", "Already Released?", [6 * STEP, engine.ROW],
+            "$json.outcome !== 'foreign'",
+        )
+    )  # fmt: skip
+    message = (
+        "=LOGIC ERROR: lock '{{ $json.scope }}' is held by {{ $json.holder.workflow_name }} "
+        "(workflow {{ $json.holder.workflow_id }}, execution {{ $json.holder.execution_id }}, "
+        "lock_id {{ $json.holder.lock_id }}) since {{ $json.holder.locked_at }}, not by lock_id "
+        "{{ $json.lock_id }}; nothing was changed."
+    )
+    mismatch = g.add(
+        engine.node(
+            key, "mismatch", "Ownership Mismatch — Stop", "n8n-nodes-base.stopAndError", 1,
+            [7 * STEP, 2 * engine.ROW], {"errorType": "errorMessage", "errorMessage": message},
+        )
+    )  # fmt: skip
+    script = _expression(
+        "lock_release/output",
+        {
+            "__CHECK__": _first(check),
+            "__RELEASED__": f"{engine.ref(names('Lock Release Verdict'))}.isExecuted",
+            "__VERDICT__": _first(names("Lock Release Verdict")),
+        },
+    )
+    output = g.add(engine.set_raw(key, "output", "Release Output", [14 * STEP, 0], script))
+    g.connect(check, 0, owned)
+    g.connect(owned, 0, release.entry)
+    g.connect(owned, 1, free)
+    g.connect(free, 0, output)
+    g.connect(free, 1, mismatch)
+    for source, index in release.exits["done"]:
+        g.connect(source, index, output)
+    return _workflow(LOCK_RELEASE, g)
+
+
+def _lock_renew(options: engine.EngineOptions) -> Workflow:
+    """Check ownership; SET the record again with a new TTL while it is the caller's."""
+    key = LOCK_RENEW.key
+    g = engine.Group()
+    request = [
+        *_HANDOVER[:2],
+        ("ttl_seconds", "number"),
+        *_HANDOVER[2:],
+        ("max_concurrent", "number"),
+    ]
+    context, check = _holder_check(g, LOCK_RENEW, request, "Renew")
+    script = _expression(
+        "lock_renew/renew",
+        {
+            "__CONTEXT__": _first(context),
+            "__CHECK__": "$json",
+            "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
+            "__DEFAULT_TTL__": str(options.default_ttl_seconds),
+        },
+    )
+    decide = g.add(engine.set_raw(key, "decide", "Renew Decide", [5 * STEP, 0], script))
+    owned = g.add(
+        engine.if_node(key, "still-owned", "Still Owned?", [6 * STEP, 0], "$json.renewed === true")
+    )
+    items = g.add(engine.split_out(key, "renew-items", "Renew Items", [7 * STEP, -100], "set"))
+    store = g.add(
+        engine.redis(key, "renew", "Renew Lock", [8 * STEP, -100], engine.SET_EACH, False)
+    )
+    answer = f"={{{{ (({{ set, ...answer }}) => answer)({_first(decide)}) }}}}"
+    output = g.add(engine.set_raw(key, "output", "Renew Output", [9 * STEP, 0], answer))
+    _chain(g, check, decide, owned, items, store, output)
+    g.connect(owned, 1, output)
+    return _workflow(LOCK_RENEW, g)
+
+
+_BUILT: dict[str, Callable[[engine.EngineOptions], Workflow]] = {
+    LOCK_ACQUISITION.key: _lock_acquisition,
+    LOCK_RELEASE.key: _lock_release,
+    LOCK_RENEW.key: _lock_renew,
+}

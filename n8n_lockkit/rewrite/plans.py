@@ -119,7 +119,8 @@ def plan_add_lock(
     config = replace(config, ttl_seconds=ttl)
     _at_least_one(ttl_seconds=ttl or 0, max_wait_seconds=config.max_wait_seconds)
     scope = parse_scope(config.scope)
-    needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key]
+    # The inline form needs no primitive; the sub-workflow form calls two.
+    needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key] if config.via_subworkflow else []
     how = "n8nlock create-lock"
     if config.lock_on_error:
         needed.append(ERROR_HANDLER.key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from n8n_lockkit.rewrite import graph
@@ -12,8 +13,8 @@ from n8n_lockkit.rewrite.wrap import (
     BEFORE_MARK,
     BEFORE_NO_ORDER,
     BEFORE_NO_SETTINGS,
+    CONFIG_MARK,
     HANDLER_ID,
-    LOCK_SHIFT,
     RATE_SHIFT,
     LockConfig,
     RateLimitConfig,
@@ -22,10 +23,14 @@ from n8n_lockkit.rewrite.wrap import (
 from n8n_lockkit.rewrite.wrap_nodes import role_of
 
 _CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
+_RESTORES = ("rate-restore", "lock-restore")
 
 
 def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str, output: int) -> str | None:
-    """The last Restore node of the chain n8nlock put after `trigger`'s `output`, if any."""
+    """The last Restore node of the chain n8nlock put after `trigger`'s `output`, if any.
+
+    The inline lock links its predecessor both to Lock Context and to Lock Restore: the
+    walk goes to the Restore node whenever there is one."""
     current, end = trigger, None
     while True:
         links = graph.outputs(workflow, current)
@@ -34,8 +39,9 @@ def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str, output: 
         following = [str(x["node"]) for x in first if roles.get(str(x["node"])) in _CHAIN]
         if not following:
             return end
-        current = following[0]
-        if roles[current] in ("rate-restore", "lock-restore"):
+        restores = [name for name in following if roles[name] in _RESTORES]
+        current = restores[0] if restores else following[0]
+        if roles[current] in _RESTORES:
             end = current
 
 
@@ -81,23 +87,46 @@ def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig
         ) from err
 
 
+def _inline_values(workflow: Workflow) -> dict[str, Any] | None:
+    for node in graph.nodes(workflow):
+        if role_of(node) == "lock-context":
+            values: dict[str, Any] = json.loads(str(node["notes"]).split(CONFIG_MARK, 1)[1])
+            return values
+    return None
+
+
 def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
     lock = rate = None
     values = _values(workflow, "lock-acquire")
-    if values is not None:
-        lock = LockConfig(
-            scope=str(values["scope"]),
-            ttl_seconds=int(values["ttl_seconds"]),
-            max_wait_seconds=int(values["max_wait_seconds"]),
-            fail_fast=values.get("wait_till_lock_released") is False,
-            lock_on_error=graph.as_dict(workflow.get("settings")).get("errorWorkflow")
-            == HANDLER_ID,
-            renew_before=tuple(
-                str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
-                for n in graph.nodes(workflow)
-                if role_of(n) == "lock-renew"
-            ),
+    inline = _inline_values(workflow)
+    if values is not None or inline is not None:
+        lock_on_error = graph.as_dict(workflow.get("settings")).get("errorWorkflow") == HANDLER_ID
+        renew_before = tuple(
+            str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
+            for n in graph.nodes(workflow)
+            if role_of(n) == "lock-renew"
         )
+        if inline is not None:
+            lock = LockConfig(
+                scope=str(inline["scope"]),
+                ttl_seconds=int(inline["ttl_seconds"]),
+                max_wait_seconds=int(inline["max_wait_seconds"]),
+                fail_fast=bool(inline["fail_fast"]),
+                max_concurrent=int(inline["max_concurrent"]),
+                lock_on_error=lock_on_error,
+                renew_before=renew_before,
+            )
+        elif values is not None:
+            lock = LockConfig(
+                scope=str(values["scope"]),
+                ttl_seconds=int(values["ttl_seconds"]),
+                max_wait_seconds=int(values["max_wait_seconds"]),
+                fail_fast=values.get("wait_till_lock_released") is False,
+                max_concurrent=int(values.get("max_concurrent") or 1),
+                via_subworkflow=True,
+                lock_on_error=lock_on_error,
+                renew_before=renew_before,
+            )
     values = _values(workflow, "rate-limit")
     if values is not None:
         denied = next(
@@ -152,6 +181,6 @@ def unwrap(workflow: Workflow) -> Workflow:
                 else outputs
             )
     graph.normalise(result)
-    graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0)))
+    graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (lock.shift if lock else 0)))
     _restore_settings(result, _before_wrap(workflow))
     return result

@@ -21,10 +21,12 @@ Lock Output answers with what the body's last node answered, for "last node" web
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.primitives import engine
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
 from n8n_lockkit.rewrite.wrap_nodes import (
@@ -33,12 +35,14 @@ from n8n_lockkit.rewrite.wrap_nodes import (
     call,
     code,
     if_parameters,
+    js_literal,
     output_code,
     owned,
     restore_items,
     role_of,
 )
 
+CONFIG_MARK = "\nconfig: "  # on Lock Context: the flags the inline lock was made with
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
 # What wrap changed in settings, noted on Lock Release so that unwrap can give back exactly
 # what was there: push treats absent settings unlike {} (it adds executionOrder v1 then).
@@ -46,7 +50,9 @@ BEFORE_MARK = "; before n8nlock: "
 BEFORE_NO_SETTINGS = "no settings"
 BEFORE_NO_ORDER = "no executionOrder"
 BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
-LOCK_SHIFT = 440
+LOCK_SHIFT = 440  # the sub-workflow form: Lock Acquire, Lock Restore Items
+INLINE_LOCK_SHIFT = 220  # the inline form: Lock Restore (its acquire chain sits above)
+INLINE_BAND = 7 * engine.ROW  # the height of one inline acquire chain, with a gap
 RATE_SHIFT = 660
 STEP = 220
 NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on the canvas
@@ -68,6 +74,12 @@ class LockConfig:
     fail_fast: bool = False
     lock_on_error: bool = False
     renew_before: tuple[str, ...] = ()  # body nodes that renew the lock before they run
+    max_concurrent: int = 1  # N > 1: a semaphore of N slots
+    via_subworkflow: bool = False  # call the lock_acquisition / lock_release primitives
+
+    @property
+    def shift(self) -> int:
+        return LOCK_SHIFT if self.via_subworkflow else INLINE_LOCK_SHIFT
 
 
 @dataclass(frozen=True)
@@ -225,6 +237,7 @@ def _acquire(
         "execution_id": "={{ $execution.id }}",
         "wait_till_lock_released": not config.fail_fast,
         "max_wait_seconds": config.max_wait_seconds,
+        "max_concurrent": config.max_concurrent,
         "workflow_id": "={{ $workflow.id }}",
         "workflow_name": "={{ $workflow.name }}",
     }
@@ -253,6 +266,109 @@ def _acquire(
     b.connect(*after, acquire)
     b.connect(acquire, 0, restore)
     return acquire, restore
+
+
+def _acquire_inline(
+    b: _Builder, after: tuple[str, int], entry: Entry, config: LockConfig, top: int
+) -> tuple[str, str]:
+    """The engine's acquire chain, above the workflow from row `top`, and Lock Restore: a Merge
+    that waits for the lock and hands the body the items of `after` (the trigger's, binary
+    data included), as n8n's Merge "choose branch" passes input 1 through untouched.
+
+    Returns the names of the chain's decision node (its record names the held lock) and of
+    Lock Restore."""
+    x, y = b.position(after[0])
+    trigger = _label(b.workflow, entry)
+    label = "" if b.single_entry else trigger
+    inputs = engine.LockInputs(
+        scope=config.scope,
+        ttl_seconds=config.ttl_seconds,
+        max_wait_seconds=config.max_wait_seconds,
+        wait=not config.fail_fast,
+        slots=config.max_concurrent,
+    )
+    group = engine.acquire(b.key, inputs, (x + STEP, top), engine.Names(label))
+    for node in group.nodes:
+        b.add(node, placed=True)
+    context = next(n for n in b.workflow["nodes"] if n["name"] == group.entry)
+    context["notes"] += CONFIG_MARK + json.dumps(_config_note(config), sort_keys=True)
+    b.workflow["connections"].update(group.connections)
+    restore = b.add(
+        owned(
+            b.key,
+            "lock-restore",
+            b.name("Lock Restore", trigger),
+            "n8n-nodes-base.merge",
+            3,
+            [x + STEP, y],
+            {
+                "mode": "chooseBranch",
+                "chooseBranchMode": "waitForAll",
+                "output": "specifiedInput",
+                "useDataOfInput": 1,
+            },
+        ),
+        placed=True,
+    )
+    b.connect(*after, group.entry)
+    b.connect(*after, restore, 0)
+    for source, output in group.exits["held"]:
+        b.connect(source, output, restore, 1)
+    return engine.Names(label)("Lock Decide"), restore
+
+
+def _config_note(config: LockConfig) -> dict[str, object]:
+    return {
+        "scope": config.scope,
+        "ttl_seconds": config.ttl_seconds,
+        "max_wait_seconds": config.max_wait_seconds,
+        "fail_fast": config.fail_fast,
+        "max_concurrent": config.max_concurrent,
+    }
+
+
+def _release_inline(
+    b: _Builder, decisions: list[str], restores: list[str], terminals: list[tuple[str, int]]
+) -> None:
+    x = max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP
+    y = b.join_y
+    join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
+    x = b.position(join)[0]
+    held = _decision(decisions)
+    group = engine.release(b.key, held, (x + 2 * STEP, y - 100))
+    once = b.add(
+        owned(
+            b.key,
+            "lock-release-once",
+            "Lock Release Once?",
+            "n8n-nodes-base.if",
+            2.2,
+            [x + STEP, y],
+            if_parameters(b.key, f"!$({js_literal(group.entry)}).isExecuted"),
+        )
+    )
+    for node in group.nodes:
+        b.add(node, placed=True)
+    b.workflow["connections"].update(group.connections)
+    right = max(node["position"][0] for node in group.nodes) + STEP
+    output = b.add(
+        owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.code", 2, [right, y],
+              output_code(terminals)),
+        placed=True,
+    )  # fmt: skip
+    b.connect(join, 0, once)
+    b.connect(once, 0, group.entry)
+    b.connect(once, 1, output)
+    for source, index in group.exits["done"]:
+        b.connect(source, index, output)
+
+
+def _decision(decisions: list[str]) -> str:
+    """A JS expression of the held lock's record: the decision of the chain that ran."""
+    if len(decisions) == 1:
+        return f"$({js_literal(decisions[0])}).first().json"
+    names = js_literal(decisions)
+    return f"{names}.map((n) => $(n)).find((n) => n.isExecuted).first().json"
 
 
 def _merge(b: _Builder, name: str, inputs: list[tuple[str, int]], position: list[int]) -> str:
@@ -313,7 +429,12 @@ def _release(
             [x + 2 * STEP, y - 100],
             call(
                 "lock_release",
-                {"scope": acquired(acquires, "scope"), "lock_id": acquired(acquires, "lock_id")},
+                {
+                    "scope": acquired(acquires, "scope"),
+                    "lock_id": acquired(acquires, "lock_id"),
+                    "ticket": acquired(acquires, "ticket"),
+                    "max_concurrent": acquired(acquires, "slots"),
+                },
             ),
         )
     )
@@ -358,6 +479,8 @@ def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
             "scope": acquired(acquires, "scope"),
             "lock_id": acquired(acquires, "lock_id"),
             "ttl_seconds": config.ttl_seconds,
+            "ticket": acquired(acquires, "ticket"),
+            "max_concurrent": acquired(acquires, "slots"),
         }
         renew = b.add(
             owned(
@@ -505,24 +628,33 @@ def wrap(
     check_shape(workflow)
     entries = _entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
-    graph.shift_body(workflow, (RATE_SHIFT if rate else 0) + (LOCK_SHIFT if lock else 0))
+    graph.shift_body(workflow, (RATE_SHIFT if rate else 0) + (lock.shift if lock else 0))
     b = _Builder(key, workflow, len(entries) == 1, 0)
     b.join_y = b.position(entries[0].node)[1]
+    # Inline acquire chains sit above everything, one band per entry.
+    top = min(int(n["position"][1]) for n in graph.nodes(workflow) if "position" in n)
     acquires, restores = [], []
-    for entry in entries:
+    for index, entry in enumerate(entries):
         main = workflow["connections"][entry.node]["main"]
         body_links = main[entry.output]
         main[entry.output] = []
         last = (_rate_limit(b, entry, rate), 0) if rate else (entry.node, entry.output)
         if lock:
-            acquire, restore = _acquire(b, last, entry, lock)
+            if lock.via_subworkflow:
+                acquire, restore = _acquire(b, last, entry, lock)
+            else:
+                band = top - INLINE_BAND * (len(entries) - index)
+                acquire, restore = _acquire_inline(b, last, entry, lock, band)
             acquires.append(acquire)
             restores.append(restore)
             last = (restore, 0)
         workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
         _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
     if lock:
-        _release(b, acquires, restores, ends)
+        if lock.via_subworkflow:
+            _release(b, acquires, restores, ends)
+        else:
+            _release_inline(b, acquires, restores, ends)
         _renewals(b, acquires, lock)
         _note_before(
             workflow,

@@ -5,15 +5,14 @@ Every added node carries the note `n8nlock:<role>`; that is how a later run find
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from typing import Any
 
+from n8n_lockkit.primitives import engine
+from n8n_lockkit.primitives.engine import MARK, if_parameters, js_literal
 from n8n_lockkit.rewrite.graph import Node
 
-MARK = "n8nlock:"
-_NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
+__all__ = ["MARK", "if_parameters", "js_literal"]
 DENIAL = (
     "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
     "window, limit {{ $json.limit }}"
@@ -36,17 +35,7 @@ def owned(
     parameters: dict[str, Any],
     **extra: Any,
 ) -> Node:
-    node_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{role}:{name}"))
-    return {
-        "id": node_id,
-        "name": name,
-        "type": kind,
-        "typeVersion": version,
-        "position": position,
-        "parameters": parameters,
-        "notes": f"{MARK}{role} — managed by n8nlock; re-run its command to change it",
-        **extra,
-    }
+    return engine.node(key, role, name, kind, version, position, parameters, **extra)
 
 
 def call(primitive: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -68,38 +57,8 @@ def call(primitive: str, values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def if_parameters(key: str, expression: str) -> dict[str, Any]:
-    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
-    return {
-        "conditions": {
-            "options": {
-                "caseSensitive": True,
-                "leftValue": "",
-                "typeValidation": "strict",
-                "version": 2,
-            },
-            "conditions": [
-                {
-                    "id": condition_id,
-                    "leftValue": f"={{{{ {expression} }}}}",
-                    "rightValue": True,
-                    "operator": {"type": "boolean", "operation": "true", "singleValue": True},
-                }
-            ],
-            "combinator": "and",
-        },
-        "options": {},
-    }
-
-
 def code(source: str) -> dict[str, Any]:
     return {"mode": "runOnceForAllItems", "language": "javaScript", "jsCode": source}
-
-
-def js_literal(value: Any) -> str:
-    """A JavaScript literal of `value`, readable as it stands in the n8n editor (no \\u
-    escapes)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def restore_items(trigger: str, output: int = 0) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from n8n_lockkit.rewrite.unwrap import read_configs
+from n8n_lockkit.rewrite.wrap import LockConfig
 from n8n_lockkit.workspace.scaffold import env_text
 from tests.conftest import Invoke, explain, snapshot
 
@@ -69,7 +71,7 @@ def test_add_lock_wraps_validates_and_is_idempotent(locked: Path, invoke: Invoke
     )
     result = invoke(*args, cwd=locked)
     assert result.exit_code == 0, explain(result)
-    assert "Lock Acquire" in node_names(locked, "order_update")
+    assert "Lock Context" in node_names(locked, "order_update")
     assert "without --lock-on-error, an execution that fails while holding scope ={{ 'order-'" in (
         " ".join(result.stderr.split())
     )
@@ -86,14 +88,27 @@ def test_other_flags_update_the_lock_in_place(locked: Path, invoke: Invoke) -> N
     assert invoke(*base, cwd=locked).exit_code == 0
     result = invoke(*base, "--fail-fast", "--ttl-seconds", "30", cwd=locked)
     assert result.exit_code == 0, explain(result)
-    acquire = next(
-        n
-        for n in workflow(locked, "code_heavy")["nodes"]  # type: ignore[attr-defined]
-        if n["name"] == "Lock Acquire"
-    )
-    values = acquire["parameters"]["workflowInputs"]["value"]
-    assert values["ttl_seconds"] == 30 and values["wait_till_lock_released"] is False
-    assert node_names(locked, "code_heavy").count("Lock Acquire") == 1
+    lock = lock_config(locked, "code_heavy")
+    assert lock.ttl_seconds == 30 and lock.fail_fast is True
+    assert node_names(locked, "code_heavy").count("Lock Context") == 1
+
+
+def test_the_forms_convert_in_place_and_each_rerun_changes_nothing(
+    locked: Path, invoke: Invoke
+) -> None:
+    base = ("add-lock-to-workflow", "--workflow-key", "code_heavy", "--scope-expression", "orders")
+    assert invoke(*base, "--max-concurrent", "3", cwd=locked).exit_code == 0
+    inline = snapshot(locked)
+    sub = invoke(*base, "--max-concurrent", "3", "--via-subworkflow", cwd=locked)
+    assert sub.exit_code == 0, explain(sub)
+    names = node_names(locked, "code_heavy")
+    assert "Lock Acquire" in names and "Lock Context" not in names
+    assert lock_config(locked, "code_heavy").max_concurrent == 3
+    before = snapshot(locked)
+    assert invoke(*base, "--max-concurrent", "3", "--via-subworkflow", cwd=locked).exit_code == 0
+    assert snapshot(locked) == before
+    assert invoke(*base, "--max-concurrent", "3", cwd=locked).exit_code == 0
+    assert snapshot(locked) == inline
 
 
 def test_a_static_scope_is_registered_once(locked: Path, invoke: Invoke) -> None:
@@ -151,7 +166,7 @@ def test_a_bad_scope_expression_is_refused(locked: Path, invoke: Invoke, scope: 
 
 def test_missing_primitives_say_to_run_create_lock(workspace: Path, invoke: Invoke) -> None:
     shutil.copy(CORPUS / "code_heavy.template.json", workspace / "workflows")
-    result = add_lock(invoke, workspace, "code_heavy", "x")
+    result = add_lock(invoke, workspace, "code_heavy", "x", "--via-subworkflow")
     assert result.exit_code == 3, explain(result)
     assert "Hint: run `n8nlock create-lock`" in result.stderr
 
@@ -218,7 +233,7 @@ def test_an_unknown_community_trigger_is_locked_with_a_warning_naming_it(
     )
     names = node_names(locked, "imap_manual_community")
     for trigger in ("Inbox", "When clicking ‘Test workflow’", "Community Poller"):
-        assert f"Lock Acquire ({trigger})" in names
+        assert f"Lock Context ({trigger})" in names
 
 
 def test_a_webhook_with_several_methods_gets_every_method_locked(
@@ -228,7 +243,7 @@ def test_a_webhook_with_several_methods_gets_every_method_locked(
     result = add_lock(invoke, locked, "multi_method_webhook", "orders")
     assert result.exit_code == 0, explain(result)
     names = node_names(locked, "multi_method_webhook")
-    assert "Lock Acquire (Orders API GET)" in names and "Lock Acquire (Orders API POST)" in names
+    assert "Lock Context (Orders API GET)" in names and "Lock Context (Orders API POST)" in names
     before = snapshot(locked)
     again = add_lock(invoke, locked, "multi_method_webhook", "orders")
     assert again.exit_code == 0, explain(again)
@@ -291,7 +306,7 @@ def test_the_ttl_defaults_to_the_execution_timeout_plus_a_margin(
     result = add_lock(invoke, locked, "code_heavy", "invoices")
     assert result.exit_code == 0, explain(result)
     assert "lock TTL 360 s, from settings.executionTimeout (300 s) + 60 s" in result.stderr
-    assert acquire_values(locked, "code_heavy")["ttl_seconds"] == 360
+    assert lock_config(locked, "code_heavy").ttl_seconds == 360
 
 
 def test_without_a_timeout_the_ttl_is_an_hour_and_a_rerun_keeps_the_ttl_it_has(
@@ -300,19 +315,18 @@ def test_without_a_timeout_the_ttl_is_an_hour_and_a_rerun_keeps_the_ttl_it_has(
     result = add_lock(invoke, locked, "order_update", "orders")
     assert result.exit_code == 0, explain(result)
     assert "lock TTL 3600 s, from the default" in result.stderr
-    assert acquire_values(locked, "order_update")["ttl_seconds"] == 3600
+    assert lock_config(locked, "order_update").ttl_seconds == 3600
     assert add_lock(invoke, locked, "order_update", "orders", "--ttl-seconds", "90").exit_code == 0
     again = add_lock(invoke, locked, "order_update", "orders", "--fail-fast")
     assert again.exit_code == 0, explain(again)
-    assert acquire_values(locked, "order_update")["ttl_seconds"] == 90
+    assert lock_config(locked, "order_update").ttl_seconds == 90
     assert "lock TTL" not in again.stderr
 
 
-def acquire_values(root: Path, key: str) -> dict[str, object]:
-    nodes = workflow(root, key)["nodes"]
-    acquire = next(n for n in nodes if n["name"] == "Lock Acquire")  # type: ignore[attr-defined]
-    values: dict[str, object] = acquire["parameters"]["workflowInputs"]["value"]
-    return values
+def lock_config(root: Path, key: str) -> LockConfig:
+    lock, _ = read_configs(workflow(root, key))  # type: ignore[arg-type]
+    assert lock is not None
+    return lock
 
 
 def test_a_workflow_that_states_no_execution_order_gets_v1_and_is_told(

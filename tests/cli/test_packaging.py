@@ -32,8 +32,9 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(tmp_path: Path) 
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "n8n_lockkit/templates/lock_acquisition.json.j2" in names
-    assert "n8n_lockkit/templates/js/lock_release/verify_ownership.js" in names
+    assert "n8n_lockkit/templates/error_handler_lock_cleanup.json.j2" in names
+    assert "n8n_lockkit/templates/js/engine/decide.js" in names
+    assert "n8n_lockkit/templates/js/lock_release/holder.js" in names
     assert "n8n_lockkit/schemas/env.schema.json" in names
 
     script = (

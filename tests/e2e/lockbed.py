@@ -150,3 +150,20 @@ def acquired(call: Call) -> dict[str, Any]:
     assert call.body.get("acquire", {}).get("acquired") is True, call.body
     result: dict[str, Any] = call.body["acquire"]
     return result
+
+
+def held_lanes(client: redis.Redis, scope_pattern: str) -> list[str]:
+    """The lane records (`n8n-lock-<scope>:meta:<k>`) that still name a holder: a release
+    leaves `{released: true}` there for a few seconds, and the scalars (ticket, served, hold
+    average) stay by design."""
+    held = []
+    for key in client.scan_iter(match=f"n8n-lock-{scope_pattern}:meta:*"):
+        record = client.get(key)
+        if record is not None and not json.loads(record).get("released"):
+            held.append(str(key))
+    return held
+
+
+def tickets_drawn(client: redis.Redis, scope: str) -> int:
+    """How many callers have taken a ticket for `scope` (the ticket is also the fence)."""
+    return int(client.get(f"n8n-lock-{scope}:ticket") or 0)

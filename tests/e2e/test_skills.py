@@ -23,6 +23,7 @@ import redis
 
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from tests.e2e.lockbed import held_lanes
 from tests.testbed.endpoints import N8nInstance
 
 ROOT = Path(__file__).parent.parent.parent
@@ -66,16 +67,20 @@ def leave_stuck_locks(redis_url: str, workspace: Path) -> None:
             meta = {
                 "lock_id": f"{number}-stuck",
                 "scope": scope,
+                "ticket": 1,
+                "fence": 1,
+                "slots": 1,
                 "workflow_id": workflow_id,
                 "workflow_name": "orders",
                 "execution_id": str(number),
-                "fence": 1,
                 "locked_at": now.isoformat(),
+                "locked_ms": int(now.timestamp() * 1000),
                 "expires_at": (now + timedelta(seconds=300)).isoformat(),
+                "expires_ms": int((now + timedelta(seconds=300)).timestamp() * 1000),
                 "ttl_seconds": 300,
             }
-            client.set(f"n8n-lock-{scope}", 1, ex=300)
-            client.set(f"n8n-lock-{scope}:meta", json.dumps(meta), ex=300)
+            client.set(f"n8n-lock-{scope}:ticket", 1)
+            client.set(f"n8n-lock-{scope}:meta:0", json.dumps(meta), ex=300)
     finally:
         client.close()
 
@@ -115,9 +120,9 @@ def test_skill_commands_run_as_written(n8n: N8nInstance, redis_url: str, tmp_pat
             )
             assert run.returncode == 0, f"{skill}: `{line}` exited {run.returncode}\n{run.stderr}"
     assert shutil.which("n8nlock", path=env["PATH"])
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        left = client.exists(*(f"n8n-lock-{s}{k}" for s in STUCK_SCOPES for k in ("", ":meta")))
+        left = [lane for s in STUCK_SCOPES for lane in held_lanes(client, s)]
     finally:
         client.close()
-    assert left == 0, "release --force and reap left a stuck lock behind"
+    assert left == [], "release --force and reap left a stuck lock behind"

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from tests.e2e.corpus import install, node_outputs, webhook_path
-from tests.e2e.lockbed import LockBed, wait_until
+from tests.e2e.lockbed import LockBed, held_lanes, tickets_drawn, wait_until
 
 PAYLOADS: dict[str, list[dict[str, Any]]] = {
     "webhook_respond_node": [{"sku": "A1", "qty": 4}],
@@ -77,8 +77,7 @@ def test_a_wrapped_workflow_answers_and_computes_as_before(
         for node, outputs in before_nodes.items():
             assert after_nodes.get(node) == outputs, f"{name}: node {node!r} differs"
         assert "Lock Release" in after_nodes, f"{name}: the lock was not released"
-    leftover = [str(k) for k in lockbed.redis.keys("n8n-lock-corpus-*")]
-    assert all(k.endswith(":fence") for k in leftover), leftover
+    assert held_lanes(lockbed.redis, "corpus-*") == []
 
 
 def intervals(lockbed: LockBed, order_id: str) -> list[tuple[int, int]]:
@@ -136,7 +135,7 @@ def test_a_failure_with_lock_on_error_frees_a_static_scope_at_once(
     failed = lockbed.webhook(path, {"customer": "acme", "fail": True, "lines": []})
     assert failed.status >= 400
     waited = wait_until(
-        lambda: not lockbed.redis.exists(f"n8n-lock-{scope}"),
+        lambda: not held_lanes(lockbed.redis, scope),
         15,
         "the cleanup handler released the static scope",
     )
@@ -199,7 +198,7 @@ def test_rate_limit_and_lock_together_deny_before_locking(
     payload = {"customer": "acme", "lines": [{"sku": "a", "qty": 1, "price": 2}]}
     bodies = [lockbed.webhook(path, payload).body for _ in range(4)]
     assert [b.get("allowed", True) for b in bodies] == [True, True, False, False]
-    assert lockbed.redis.get(f"n8n-lock-{scope}:fence") == "2", "a denied call took the lock"
+    assert tickets_drawn(lockbed.redis, scope) == 2, "a denied call took the lock"
 
 
 def test_a_schedule_triggered_workflow_runs_and_releases(
@@ -258,6 +257,6 @@ def test_every_method_of_a_multi_method_webhook_runs_under_the_lock(
         assert (after.status_code, after.text) == (before.status_code, before.text), method
         for node, outputs in before_nodes.items():
             assert after_nodes.get(node) == outputs, f"{method}: node {node!r} differs"
-        assert f"Lock Acquire (Orders API {method})" in after_nodes
+        assert f"Lock Decide (Orders API {method})" in after_nodes
         assert "Lock Release" in after_nodes, f"{method}: the lock was not released"
-    assert not lockbed.redis.exists(f"n8n-lock-{scope}")
+    assert held_lanes(lockbed.redis, scope) == []

@@ -8,6 +8,7 @@ import pytest
 from n8n_lockkit.check.rules.base import CODE, MARKER, REDIS, code_of
 from n8n_lockkit.check.validate import check_workflow
 from n8n_lockkit.errors import TemplateError
+from n8n_lockkit.primitives import engine
 from n8n_lockkit.primitives.catalogue import PRIMITIVES, Primitive
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
 from tests.conftest import assert_golden
@@ -27,12 +28,41 @@ def test_rendering_twice_gives_identical_bytes(primitive: Primitive) -> None:
     assert dump_workflow(render_primitive(primitive)) == dump_workflow(render_primitive(primitive))
 
 
-@ALL
-def test_every_code_node_opens_with_the_marker(primitive: Primitive) -> None:
-    workflow = render_primitive(primitive)
-    codes = [code_of(n)[1] for n in workflow["nodes"] if n["type"] == CODE]
-    assert codes, "a primitive without Code nodes would make this test vacuous"
+def test_every_code_node_opens_with_the_marker() -> None:
+    codes = [
+        code_of(node)[1]
+        for primitive in PRIMITIVES.values()
+        for node in render_primitive(primitive)["nodes"]
+        if node["type"] == CODE
+    ]
+    assert codes, "no primitive has a Code node: this test would be vacuous"
     assert all(code.startswith(MARKER) for code in codes)
+
+
+@pytest.mark.parametrize("key", ["lock_acquisition", "lock_release", "lock_renew"])
+def test_lock_primitives_decide_in_set_expressions_not_code_nodes(key: str) -> None:
+    types = {node["type"] for node in render_primitive(PRIMITIVES[key])["nodes"]}
+    assert CODE not in types
+    assert "n8n-nodes-base.set" in types
+
+
+def test_acquisition_runs_the_engines_acquire_chain() -> None:
+    """The primitive and the inline form share one builder: same nodes, same decisions."""
+    workflow = render_primitive(PRIMITIVES["lock_acquisition"])
+    inline = engine.acquire("lock_acquisition", engine.LockInputs(scope="s"), (0, 0))
+    by_name = {node["name"]: node for node in workflow["nodes"]}
+    for node in inline.nodes:
+        if node["name"] == "Lock Context":
+            continue  # the inputs differ: the trigger's fields here, a literal scope there
+        assert by_name[node["name"]]["parameters"] == node["parameters"], node["name"]
+
+
+def test_release_runs_the_engines_release_chain_on_the_checked_record() -> None:
+    workflow = render_primitive(PRIMITIVES["lock_release"])
+    (verdict,) = [n for n in workflow["nodes"] if n["name"] == "Lock Release Verdict"]
+    assert (
+        'const held = $("Release Check").first().json.held;' in verdict["parameters"]["jsonOutput"]
+    )
 
 
 @ALL
@@ -60,10 +90,10 @@ def test_node_ids_differ_between_primitives() -> None:
     assert len(ids) == len(set(ids))
 
 
-def test_poll_interval_is_the_wait_amount() -> None:
-    workflow = render_primitive(PRIMITIVES["lock_acquisition"], RenderOptions(0.25))
-    (wait,) = [n for n in workflow["nodes"] if n["type"] == "n8n-nodes-base.wait"]
-    assert wait["parameters"] == {"resume": "timeInterval", "amount": 0.25, "unit": "seconds"}
+def test_poll_interval_is_accepted_and_changes_nothing() -> None:
+    """Since engine v2 a waiter sleeps until its turn: the option stays for old commands."""
+    slow = render_primitive(PRIMITIVES["lock_acquisition"], RenderOptions(0.25))
+    assert dump_workflow(slow) == dump_workflow(render_primitive(PRIMITIVES["lock_acquisition"]))
 
 
 def test_acquire_trigger_keeps_the_seed_contract() -> None:
@@ -79,15 +109,19 @@ def test_acquire_trigger_keeps_the_seed_contract() -> None:
         "lock_id",
         "workflow_id",
         "workflow_name",
+        "max_concurrent",
     ]
     assert trigger["parameters"]["inputSource"] == "workflowInputs"
 
 
-def test_defaults_reach_the_context_code() -> None:
-    workflow = render_primitive(PRIMITIVES["lock_acquisition"])
-    (context,) = [n for n in workflow["nodes"] if n["name"] == "Build Lock Context"]
-    assert "input.ttl_seconds, 86400)" in context["parameters"]["jsCode"]
-    assert "input.max_wait_seconds, 86400)" in context["parameters"]["jsCode"]
+def test_defaults_reach_the_context_expression() -> None:
+    options = RenderOptions(default_ttl_seconds=77, default_max_wait_seconds=88)
+    workflow = render_primitive(PRIMITIVES["lock_acquisition"], options)
+    (context,) = [n for n in workflow["nodes"] if n["name"] == "Lock Context"]
+    script = context["parameters"]["jsonOutput"]
+    assert "input.ttl_seconds, 77)" in script
+    assert "input.max_wait_seconds, 88)" in script
+    assert 'scope: ($("Lock Request").first().json.scope)' in script
 
 
 def test_handler_code_carries_the_lock_scopes_placeholder() -> None:

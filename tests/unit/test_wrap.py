@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ CORPUS = Path(__file__).parent.parent / "corpus"
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "wrap"
 NAMES = sorted(p.name.removesuffix(".template.json") for p in CORPUS.glob("*.template.json"))
 LOCK = LockConfig("={{ 'order-' + $json.body.orderId }}", 300, 60, False, True)
+SUB = dataclasses.replace(LOCK, via_subworkflow=True)  # the form that calls the primitives
 RATE = RateLimitConfig("=api-{{ $json.body.customer }}", 5, 60, "passthrough")
 
 
@@ -32,8 +34,17 @@ def test_wrapped_corpus_matches_golden(name: str, update_goldens: bool) -> None:
     assert_golden(GOLDEN / f"{name}.json", dump_workflow(wrapped), update_goldens)
 
 
+def test_the_subworkflow_form_matches_golden(update_goldens: bool) -> None:
+    wrapped = wrap(load("code_heavy"), "code_heavy", SUB, RATE)
+    assert_golden(
+        GOLDEN / "code_heavy_via_subworkflow.json", dump_workflow(wrapped), update_goldens
+    )
+
+
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("configs", [(LOCK, None), (None, RATE), (LOCK, RATE)], ids=str)
+@pytest.mark.parametrize(
+    "configs", [(LOCK, None), (None, RATE), (LOCK, RATE), (SUB, RATE)], ids=str
+)
 def test_wrapping_is_valid_reversible_and_idempotent(
     name: str, configs: tuple[LockConfig | None, RateLimitConfig | None]
 ) -> None:
@@ -75,13 +86,57 @@ def test_the_input_is_not_mutated() -> None:
 
 
 def test_release_uses_what_acquire_returned() -> None:
-    wrapped = wrap(load("if_one_branch"), "if_one_branch", LOCK, None)
+    wrapped = wrap(load("if_one_branch"), "if_one_branch", SUB, None)
     release = next(n for n in wrapped["nodes"] if n["name"] == "Lock Release")
     values = release["parameters"]["workflowInputs"]["value"]
     assert values == {
         "scope": '={{ $("Lock Acquire").first().json.scope }}',
         "lock_id": '={{ $("Lock Acquire").first().json.lock_id }}',
+        "ticket": '={{ $("Lock Acquire").first().json.ticket }}',
+        "max_concurrent": '={{ $("Lock Acquire").first().json.slots }}',
     }
+
+
+def test_the_inline_release_reads_the_record_of_the_decision_that_entered() -> None:
+    wrapped = wrap(load("two_triggers"), "two_triggers", LOCK, None)
+    verdict = next(n for n in wrapped["nodes"] if n["name"] == "Lock Release Verdict")
+    script = verdict["parameters"]["jsonOutput"]
+    assert '["Lock Decide (Webhook)", "Lock Decide (Nightly)"].map((n) => $(n))' in script
+
+
+def test_the_inline_lock_runs_no_code_node_before_the_body() -> None:
+    wrapped = wrap(load("code_heavy"), "code_heavy", LOCK, None)
+    lock_nodes = [n for n in wrapped["nodes"] if str(n.get("notes", "")).startswith("n8nlock:")]
+    code = [n["name"] for n in lock_nodes if n["type"] == "n8n-nodes-base.code"]
+    assert code == ["Lock Output"]  # after the release, to answer "last node" webhooks
+    assert list(graph.targets(wrapped, "Webhook")) == ["Lock Context", "Lock Restore"]
+    assert list(graph.targets(wrapped, "Lock Restore")) == ["Parse", "Lock Join"]
+    restore = next(n for n in lock_nodes if n["name"] == "Lock Restore")
+    assert restore["parameters"]["useDataOfInput"] == 1  # the trigger's items, binary and all
+    assert ("Lock Hold", 0) in [
+        (source, output)
+        for source in wrapped["connections"]
+        for output, links in enumerate(graph.outputs(wrapped, source))
+        if any(x["node"] == "Lock Restore" and x["index"] == 1 for x in links)
+    ]
+
+
+def test_rerunning_converts_between_the_inline_and_the_subworkflow_form() -> None:
+    body = load("code_heavy")
+    inline = wrap(body, "code_heavy", LOCK, RATE)
+    assert wrap(unwrap(inline), "code_heavy", *read_configs(inline)) == inline
+    converted = wrap(unwrap(inline), "code_heavy", SUB, RATE)
+    assert read_configs(converted) == (SUB, RATE)
+    assert "Lock Acquire" in [n["name"] for n in converted["nodes"]]
+    assert wrap(unwrap(converted), "code_heavy", LOCK, RATE) == inline
+
+
+def test_a_semaphore_passes_its_slots_to_the_engine_and_reads_back() -> None:
+    config = dataclasses.replace(LOCK, max_concurrent=3)
+    wrapped = wrap(load("code_heavy"), "code_heavy", config, None)
+    context = next(n for n in wrapped["nodes"] if n["name"] == "Lock Context")
+    assert "slots: 3," in context["parameters"]["jsonOutput"]
+    assert read_configs(wrapped) == (config, None)
 
 
 def test_every_end_of_the_body_reaches_the_join() -> None:
@@ -93,18 +148,18 @@ def test_every_end_of_the_body_reaches_the_join() -> None:
         for x in links
         if x["node"] == "Lock Join"
     )
-    assert join_inputs == [("Lock Restore Items", 0), ("Other", 0), ("Refund", 0), ("Route", 1)]
+    assert join_inputs == [("Lock Restore", 0), ("Other", 0), ("Refund", 0), ("Route", 1)]
 
 
 def test_two_triggers_get_one_acquire_each_and_one_release() -> None:
     wrapped = wrap(load("two_triggers"), "two_triggers", LOCK, None)
     names = [n["name"] for n in wrapped["nodes"]]
-    assert "Lock Acquire (Webhook)" in names and "Lock Acquire (Nightly)" in names
+    assert "Lock Context (Webhook)" in names and "Lock Context (Nightly)" in names
     assert names.count("Lock Release") == 1
 
 
 def test_rate_limit_comes_before_the_lock() -> None:
-    wrapped = wrap(load("code_heavy"), "code_heavy", LOCK, RATE)
+    wrapped = wrap(load("code_heavy"), "code_heavy", SUB, RATE)
     assert list(graph.targets(wrapped, "Webhook")) == ["Rate Limit"]
     assert list(graph.targets(wrapped, "Rate Limit Restore Items")) == ["Lock Acquire"]
     assert list(graph.targets(wrapped, "Lock Restore Items")) == ["Parse", "Lock Join"]
@@ -157,7 +212,7 @@ def test_a_name_clash_with_a_user_node_is_refused() -> None:
 
 
 def test_every_method_of_a_multi_method_webhook_is_locked() -> None:
-    wrapped = wrap(load("multi_method_webhook"), "multi_method_webhook", LOCK, None)
+    wrapped = wrap(load("multi_method_webhook"), "multi_method_webhook", SUB, None)
     assert list(graph.targets(wrapped, "Orders API")) == [
         "Lock Acquire (Orders API GET)",
         "Lock Acquire (Orders API POST)",
@@ -172,8 +227,18 @@ def test_every_method_of_a_multi_method_webhook_is_locked() -> None:
     ]
 
 
+def test_every_method_of_a_multi_method_webhook_gets_its_own_inline_chain() -> None:
+    wrapped = wrap(load("multi_method_webhook"), "multi_method_webhook", LOCK, None)
+    post = [x["node"] for x in graph.outputs(wrapped, "Orders API")[1]]
+    assert post == ["Lock Context (Orders API POST)", "Lock Restore (Orders API POST)"]
+    assert list(graph.targets(wrapped, "Lock Restore (Orders API POST)")) == [
+        "Write Order",
+        "Lock Join",
+    ]
+
+
 def test_an_imap_trigger_is_locked_beside_the_manual_one() -> None:
-    wrapped = wrap(load("imap_manual_community"), "imap_manual_community", LOCK, RATE)
+    wrapped = wrap(load("imap_manual_community"), "imap_manual_community", SUB, RATE)
     assert list(graph.targets(wrapped, "Inbox")) == ["Rate Limit (Inbox)"]
     assert list(graph.targets(wrapped, "Community Poller")) == ["Rate Limit (Community Poller)"]
     restore = next(

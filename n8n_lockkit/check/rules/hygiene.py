@@ -34,6 +34,7 @@ _MINIMUM_ONE_INPUTS = {
     "rate_limit_check": ("limit", "windowSeconds"),
 }
 _LOCK_CALLS = ("lock_acquisition", "lock_release", "rate_limit_check")
+SPLIT_OUT = "n8n-nodes-base.splitOut"
 
 
 def _fed_by_code(ctx: WorkflowContext, name: str) -> bool:
@@ -53,7 +54,9 @@ def _fed_by_code(ctx: WorkflowContext, name: str) -> bool:
                 pending.append(source)
             else:
                 sources.append(source)
-    return bool(sources) and all(types.get(source) == CODE for source in sources)
+    # A Split Out node emits the items of one field its source wrote (the lock engine's Set
+    # nodes list the keys so): several keys over one connection on purpose, like a Code node.
+    return bool(sources) and all(types.get(source) in (CODE, SPLIT_OUT) for source in sources)
 
 
 def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
@@ -61,7 +64,8 @@ def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
 
     Exceptions: the cleanup handler (an Error Trigger workflow), whose Redis nodes fan out
     over the failed execution's scopes on purpose; and a node fed only by the primitive's own
-    Code nodes (through If nodes), which write several keys over one connection on purpose.
+    Code or Split Out nodes (through If nodes), which write several keys over one connection
+    on purpose.
     """
     if not ctx.is_primitive or any(True for _ in ctx.nodes(ERROR_TRIGGER)):
         return

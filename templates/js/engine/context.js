@@ -1,4 +1,9 @@
 // Check the lock request and name its keys. Runs as a Set node expression (no task runner).
+// n8n swallows an error thrown inside an expression (the node then fails with "Cannot convert
+// undefined or null to object"), so a bad input is answered as { problem } for Lock Input
+// Valid? to stop the execution with it.
+try {
+__INPUT__
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
 const whole = (name, value, fallback) => {
   if (value === null || value === undefined || value === '') return fallback;
@@ -20,6 +25,7 @@ const now = Date.now();
 const hour = new Date(now).toISOString().slice(0, 13).replace(/[-T]/g, '');
 const base = `n8n-lock-${scope}`;
 return {
+  problem: null,
   scope, base, slots, wait,
   ttl_seconds: ttl,
   max_wait_seconds: maxWait,
@@ -37,3 +43,6 @@ return {
     { key: `n8nlock:stats:${hour}:arrived:${scope}`, expire: true, ttl: __STATS_TTL__ },
   ],
 };
+} catch (error) {
+  return { problem: String(error && error.message ? error.message : error) };
+}

@@ -49,16 +49,20 @@ const giveUp = (state, metric, message) => ({
   gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.ttl_seconds },
   incr: [stat(metric)],
 });
+// A head that never shows up (its waiter died, stopped or gave up) is skipped: at once when
+// it left a marker, else after a grace no live waiter needs to take its turn. A marker only
+// counts for a head that does not hold (one left over from an idle scope's reset must not).
+const goneHead = goneRaw !== null && look.head === head;
+if (!holding && (goneHead || now - quietSince >= __SKIP_GRACE_MS__)) {
+  return { ...out, head: head + N, state: 'skip', skip: { key: `${ctx.base}:served:${look.lane}`, value: String(head) } };
+}
 if (!ctx.wait) {
+  // Fail-fast: a head that does not hold may have given up too; look at its marker first.
+  if (!holding && look.head !== head) return { ...out, state: 'wait', expected_ms: 0, overdue: 0, sleep_seconds: 0.01 };
   return giveUp('busy', 'busy', `Lock acquisition failed (fail-fast): scope '${ctx.scope}' is held by ${holder}. Caller passed wait_till_lock_released=false.`);
 }
 if (now >= ctx.deadline_ms) {
   return giveUp('timeout', 'timeout', `Lock acquisition timed out after ${ctx.max_wait_seconds}s waiting for scope '${ctx.scope}' (held by ${holder}; ${(t - head) / N} ahead in line).`);
-}
-// A head that never shows up (its waiter died, stopped or gave up) is skipped: at once when
-// it left a marker, else after a grace no live waiter needs to take its turn.
-if ((goneRaw !== null && look.head === head) || (!holding && now - quietSince >= __SKIP_GRACE_MS__)) {
-  return { ...out, state: 'skip', skip: { key: `${ctx.base}:served:${look.lane}`, value: String(head) } };
 }
 // Sleep until my expected turn (hold average × places ahead); the next in line then looks
 // every __MIN_POLL_MS__ ms for a while, and backs off when the holder overruns.

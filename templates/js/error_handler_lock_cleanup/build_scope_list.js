@@ -1,6 +1,7 @@
-// @n8n-evol-I:primitive — error_handler_lock_cleanup: one item per scope the failed execution may hold.
-// The execution's index names every scope it locked, dynamic ones included. `n8nlock push`
-// writes the env's lockScopes here too, for locks taken before the index existed.
+// @n8n-evol-I:primitive — error_handler_lock_cleanup: one item per lock the failed execution may hold.
+// The execution's index names every scope it locked, dynamic ones included, with the lock's
+// ticket and slots (so its lane). `n8nlock push` writes the env's lockScopes here too: those
+// are looked up in lane 0, for locks taken before the index existed.
 const LOCK_SCOPES = {{@:env:lockScopes}};
 const failed = $('Prepare Cleanup').first().json;
 const index = $input.first().json.lock_index;
@@ -10,21 +11,40 @@ const registered = Array.isArray(LOCK_SCOPES)
   : [];
 const hour = new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
 
-const scopes = new Map(Object.entries(listed).map(([scope, lockId]) => [scope, String(lockId)]));
-for (const scope of registered) if (!scopes.has(scope)) scopes.set(scope, null);
-if (scopes.size === 0) {
+function entryOf(value) {
+  // scope -> JSON {lock_id, ticket, slots}; a bare lock_id is an entry of the format-1 layout.
+  try {
+    const entry = JSON.parse(value);
+    if (entry && typeof entry === 'object') {
+      const ticket = Number.isInteger(entry.ticket) ? entry.ticket : null;
+      const slots = Number.isInteger(entry.slots) && entry.slots > 0 ? entry.slots : 1;
+      return { lock_id: String(entry.lock_id), ticket, lane: ticket === null ? 0 : ticket % slots };
+    }
+  } catch (error) {
+    // not JSON: a bare lock_id
+  }
+  return { lock_id: String(value), ticket: null, lane: 0 };
+}
+
+const locks = new Map(Object.entries(listed).map(([scope, value]) => [scope, entryOf(value)]));
+for (const scope of registered) {
+  if (!locks.has(scope)) locks.set(scope, { lock_id: null, ticket: null, lane: 0 });
+}
+if (locks.size === 0) {
   const reason = 'the failed execution held no lock (none indexed, no lockScopes registered)';
   console.log(`n8nlock cleanup: ${reason}`);
   return [{ json: { ...failed, cleanup_terminal: true, reason } }];
 }
 
-return [...scopes].map(([scope, expectedLockId]) => ({
+return [...locks].map(([scope, entry]) => ({
   json: {
     ...failed,
     scope,
-    key: `n8n-lock-${scope}`,
-    meta_key: `n8n-lock-${scope}:meta`,
-    expected_lock_id: expectedLockId,
+    lane: entry.lane,
+    meta_key: `n8n-lock-${scope}:meta:${entry.lane}`,
+    served_key: `n8n-lock-${scope}:served:${entry.lane}`,
+    expected_lock_id: entry.lock_id,
+    expected_ticket: entry.ticket,
     healed_key: `n8nlock:stats:${hour}:healed:${scope}`,
     cleanup_terminal: false,
   },

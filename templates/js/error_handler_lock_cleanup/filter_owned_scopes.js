@@ -1,26 +1,33 @@
-// @n8n-evol-I:primitive — error_handler_lock_cleanup: keep the scopes the failed execution holds.
-// GET replaces each item, so pair its answers with the scope list by position.
+// @n8n-evol-I:primitive — error_handler_lock_cleanup: release the locks the failed execution still holds.
+// GET replaces each item, so pair its answers with the lock list by position. A lock is
+// released as lock_release does it, in one SET node: its record marked released (5 s), then
+// its lane advanced past its ticket, so that the next ticket in line holds at once.
 const requests = $('Build Scope List').all();
-const owned = [];
+const writes = [];
 $input.all().forEach((answer, index) => {
   const request = requests[index].json;
   let meta = answer.json.lock_meta;
   if (typeof meta === 'string') {
     try { meta = JSON.parse(meta); } catch (error) { meta = null; }
   }
-  // Ours only if the record names the failed workflow and execution (execution ids repeat
-  // across n8n instances that share a Redis), and the lock_id the index listed: a scope the
-  // execution released and another execution took since is left alone.
-  const isOwned = meta && typeof meta === 'object'
+  // Ours only if the record still holds the lane (not released) and names the failed
+  // workflow and execution (execution ids repeat across n8n instances that share a Redis),
+  // and the lock_id and ticket the index listed: a lock the execution released, and another
+  // execution took since, is left alone.
+  const isOwned = meta && typeof meta === 'object' && !meta.released
+    && Number.isInteger(meta.ticket)
     && String(meta.execution_id) === request.failed_execution_id
     && (!request.failed_workflow_id || String(meta.workflow_id) === String(request.failed_workflow_id))
-    && (request.expected_lock_id === null || String(meta.lock_id) === request.expected_lock_id);
-  if (isOwned) {
-    owned.push({ json: { ...request, owned: true, lock_id: meta.lock_id, locked_at: meta.locked_at } });
-  }
+    && (request.expected_lock_id === null || String(meta.lock_id) === request.expected_lock_id)
+    && (request.expected_ticket === null || meta.ticket === request.expected_ticket);
+  if (!isOwned) return;
+  const lock = { ...request, owned: true, lock_id: meta.lock_id, ticket: meta.ticket, locked_at: meta.locked_at };
+  const released = { released: true, ticket: meta.ticket, lock_id: meta.lock_id, released_at: new Date().toISOString(), healed: true };
+  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: JSON.stringify(released), set_ttl: << released_meta_ttl_seconds >> } });
+  writes.push({ json: { ...lock, set_key: request.served_key, set_value: String(meta.ticket), set_ttl: 0 } });
 });
-if (owned.length === 0) {
+if (writes.length === 0) {
   const first = requests[0].json;
   return [{ json: { failed_execution_id: first.failed_execution_id, owned: false, reason: 'no lock is still held by the failed execution' } }];
 }
-return owned;
+return writes;

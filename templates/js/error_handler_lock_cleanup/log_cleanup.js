@@ -1,6 +1,6 @@
 // @n8n-evol-I:primitive — error_handler_lock_cleanup: one summary item for the execution log.
-// Count Heals answers with its counters; the released scopes are what DEL passed on.
-const source = $('Count Heals').isExecuted ? $('DEL Owned Counter').all() : $input.all();
+// Count Heals answers with its counters; the healed locks are what List Healed passed on.
+const source = $('Count Heals').isExecuted ? $('List Healed').all() : $input.all();
 const items = source.map((item) => item.json);
 const owned = items.filter((item) => item.owned === true);
 const reason = owned.length > 0 ? `released ${owned.length} lock(s) of the failed execution` : items[0]?.reason ?? 'nothing to clean';

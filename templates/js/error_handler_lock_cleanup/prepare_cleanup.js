@@ -13,7 +13,8 @@ if (!failed.failed_execution_id) {
   console.log(`n8nlock cleanup: ${reason}`);
   return [{ json: { ...failed, cleanup_terminal: true, reason } }];
 }
-// lock_acquisition lists every lock an execution takes in this hash (scope -> lock_id),
-// keyed by workflow and execution: execution ids alone repeat across n8n instances.
+// The lock engine lists every lock an execution takes in this hash (scope -> JSON {lock_id,
+// ticket, slots}), keyed by workflow and execution: execution ids alone repeat across n8n
+// instances.
 const indexKey = `n8nlock:exec:${failed.failed_workflow_id ?? 'unknown'}:${failed.failed_execution_id}`;
 return [{ json: { ...failed, index_key: indexKey, cleanup_terminal: false } }];

@@ -1,0 +1,37 @@
+// Whose lock is it? 'held': the lock_id's record holds its lane; 'released': its record says
+// released (a second release); 'foreign': another lock holds the lane(s) read; 'absent': none.
+const ctx = __CONTEXT__;
+const values = __READ__.map((item) => item.json.value);
+const holdRaw = values.pop();
+const parse = (raw) => {
+  if (raw === null || raw === undefined || raw === '') return null;
+  try {
+    const record = typeof raw === 'string' ? JSON.parse(raw) : raw;
+    if (record && typeof record === 'object') return record;
+  } catch (error) {
+    // an unreadable record is someone's: report it, change nothing
+  }
+  return { lock_id: String(raw), workflow_name: 'unknown (unreadable record)' };
+};
+const records = values
+  .map((raw, index) => { const record = parse(raw); return record === null ? null : { ...record, lane: ctx.lanes[index] }; })
+  .filter((record) => record !== null);
+const mine = records.find((r) => r.lock_id === ctx.lock_id && (ctx.ticket === null || r.ticket === ctx.ticket));
+const other = records.find((r) => !r.released && r !== mine);
+let outcome = 'absent';
+if (mine) outcome = mine.released ? 'released' : 'held';
+else if (other) outcome = 'foreign';
+const holder = other ?? {};
+return {
+  outcome,
+  scope: ctx.scope,
+  lock_id: ctx.lock_id,
+  held: outcome === 'held' ? { ...mine, hold_average_ms: holdRaw ? Number(holdRaw) : null, wait_stats: [] } : null,
+  holder: {
+    lock_id: holder.lock_id ?? 'unknown',
+    workflow_id: holder.workflow_id ?? 'unknown',
+    workflow_name: holder.workflow_name ?? 'unknown',
+    execution_id: holder.execution_id ?? 'unknown',
+    locked_at: holder.locked_at ?? 'unknown',
+  },
+};

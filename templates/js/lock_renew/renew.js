@@ -1,0 +1,31 @@
+// Extend the lock only while its record still names the caller's lock_id, and not inside the
+// release margin: this close to expiry a successor may hold the lane by the time the SET lands.
+const ctx = __CONTEXT__;
+const check = __CHECK__;
+const answer = { scope: ctx.scope, lock_id: ctx.lock_id };
+const refuse = (reason, extra) => ({ renewed: false, reason, ...answer, ...extra, set: [] });
+if (check.outcome === 'absent' || check.outcome === 'released') return refuse('released', {});
+if (check.outcome === 'foreign') {
+  return refuse('not-owner', { holder_lock_id: check.holder.lock_id, holder_execution_id: check.holder.execution_id });
+}
+const { lane, hold_average_ms: average, wait_stats: stats, ...record } = check.held;
+const now = Date.now();
+if (now >= record.expires_ms - __RELEASE_MARGIN_MS__) return refuse('expired', { expires_at: record.expires_at });
+const ttl = ctx.ttl_seconds ?? (Number(record.ttl_seconds) || __DEFAULT_TTL__);
+const expiresMs = now + ttl * 1000;
+const renewed = {
+  ...record,
+  ttl_seconds: ttl,
+  expires_at: new Date(expiresMs).toISOString(),
+  expires_ms: expiresMs,
+  renewed_at: new Date(now).toISOString(),
+};
+const entry = JSON.stringify({ lock_id: record.lock_id, ticket: record.ticket, slots: record.slots });
+return {
+  renewed: true, ...answer, expires_at: renewed.expires_at, ttl_seconds: ttl,
+  // One SET node writes both: the record with its new TTL, and the cleanup index entry.
+  set: [
+    { key: `${ctx.base}:meta:${lane}`, type: 'string', value: JSON.stringify(renewed), ttl },
+    { key: `n8nlock:exec:${record.workflow_id}:${record.execution_id}`, type: 'hash', value: JSON.stringify({ [ctx.scope]: entry }), ttl: ttl + 3600 },
+  ],
+};

@@ -1,0 +1,283 @@
+"""Engine v2 through a workflow wrapped by `add-lock-to-workflow` (the inline form), in a real
+n8n with a real Redis: exclusion at volume, arrival order, dead and timed-out waiters, the
+lost-wake-up race, and the N-slot semaphore.
+
+The body records its start and end in a Redis list (`engine-sink-<scope>`) that does not
+depend on the lock; overlaps and orders are read from there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, tickets_drawn, wait_until
+
+REDIS = {
+    "redis": {"id": "{{@:env:credentials.redis.id}}", "name": "{{@:env:credentials.redis.name}}"}
+}
+
+
+def _mark(event: str) -> dict[str, Any]:
+    body = "$('Webhook').first().json.body"
+    message = (
+        f"={{{{ JSON.stringify({{ event: '{event}', t: Date.now(), caller: {body}.caller, "
+        f"execution: $execution.id }}) }}}}"
+    )
+    return {
+        "operation": "push",
+        "list": f"={{{{ 'engine-sink-' + {body}.scope }}}}",
+        "messageData": message,
+        "tail": True,
+    }
+
+
+def engine_workflow(key: str) -> dict[str, Any]:
+    """Webhook (answers with the last node) → Mark Start → Hold (hold_ms) → Mark End → Answer."""
+
+    def node(name: str, kind: str, version: float, x: int, params: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {
+            "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:{name}")),
+            "name": name,
+            "type": kind,
+            "typeVersion": version,
+            "position": [x, 0],
+            "parameters": params,
+            **extra,
+        }
+
+    hold = "={{ Math.max(0.01, ($('Webhook').first().json.body.hold_ms || 0) / 1000) }}"
+    nodes = [
+        node(
+            "Webhook",
+            "n8n-nodes-base.webhook",
+            2,
+            0,
+            {"httpMethod": "POST", "path": key, "responseMode": "lastNode", "options": {}},
+            webhookId=str(uuid.uuid5(uuid.NAMESPACE_URL, key)),
+        ),
+        node("Mark Start", "n8n-nodes-base.redis", 1, 220, _mark("start"), credentials=REDIS),
+        node(
+            "Hold",
+            "n8n-nodes-base.wait",
+            1.1,
+            440,
+            {"resume": "timeInterval", "amount": hold, "unit": "seconds"},
+            webhookId=str(uuid.uuid5(uuid.NAMESPACE_URL, key + "-hold")),
+        ),
+        node("Mark End", "n8n-nodes-base.redis", 1, 660, _mark("end"), credentials=REDIS),
+        node(
+            "Answer",
+            "n8n-nodes-base.set",
+            3.4,
+            880,
+            {
+                "mode": "raw",
+                "jsonOutput": "={{ { caller: $('Webhook').first().json.body.caller } }}",
+                "options": {},
+            },
+        ),
+    ]
+    chain = [n["name"] for n in nodes]
+    return {
+        "name": f"e2e engine ({key})",
+        "nodes": nodes,
+        "connections": {
+            a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
+            for a, b in itertools.pairwise(chain)
+        },
+        "settings": {"executionOrder": "v1"},
+    }
+
+
+def install(bed: LockBed, key: str, *flags: str) -> str:
+    path = bed.root / "workflows" / f"{key}.template.json"
+    path.write_text(json.dumps(engine_workflow(key), indent=2))
+    run_cli(
+        bed.root,
+        "add-lock-to-workflow",
+        "--workflow-key",
+        key,
+        "--scope-expression",
+        "={{ $json.body.scope }}",
+        "--ttl-seconds",
+        "60",
+        "--max-wait-seconds",
+        "120",
+        *flags,
+    )
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+@pytest.fixture(scope="module")
+def mutex(lockbed: LockBed) -> str:
+    return install(lockbed, f"engine_mutex_{uuid.uuid4().hex[:6]}")
+
+
+@pytest.fixture(scope="module")
+def semaphore(lockbed: LockBed) -> str:
+    return install(lockbed, f"engine_sem_{uuid.uuid4().hex[:6]}", "--max-concurrent", "3")
+
+
+@pytest.fixture(scope="module")
+def via_subworkflow(lockbed: LockBed) -> str:
+    return install(lockbed, f"engine_sub_{uuid.uuid4().hex[:6]}", "--via-subworkflow")
+
+
+def call(bed: LockBed, key: str, scope: str, caller: int, **body: Any) -> Call:
+    return bed.webhook(key, {"scope": scope, "caller": caller, **body})
+
+
+def spans(bed: LockBed, scope: str) -> dict[int, tuple[int, int]]:
+    """caller -> (start, end) of its body, in ms."""
+    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
+    starts = {e["caller"]: e["t"] for e in events if e["event"] == "start"}
+    ends = {e["caller"]: e["t"] for e in events if e["event"] == "end"}
+    return {c: (starts[c], ends[c]) for c in starts if c in ends}
+
+
+def most_at_once(intervals: list[tuple[int, int]]) -> int:
+    edges = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    running = peak = 0
+    for _, step in edges:  # an end sorts before a start at the same ms: touching is not overlap
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+@pytest.fixture
+def scope(unique_name: str) -> Iterator[str]:
+    yield f"engine-{unique_name}"
+
+
+@pytest.mark.parametrize("form", ["mutex", "via_subworkflow"])
+def test_200_contended_executions_on_one_scope_never_overlap(
+    lockbed: LockBed, scope: str, form: str, request: pytest.FixtureRequest
+) -> None:
+    key = request.getfixturevalue(form)
+    total = 200 if form == "mutex" else 60  # the sub-workflow form is slower; 60 prove it
+    with ThreadPoolExecutor(20) as pool:
+        calls = list(pool.map(lambda i: call(lockbed, key, scope, i, hold_ms=5), range(total)))
+    assert [c.status for c in calls] == [200] * total, [c.body for c in calls if c.status != 200]
+    assert sorted(c.body["caller"] for c in calls) == list(range(total))
+    bodies = spans(lockbed, scope)
+    assert len(bodies) == total
+    assert most_at_once(list(bodies.values())) == 1
+    assert tickets_drawn(lockbed.redis, scope) == total
+    assert held_lanes(lockbed.redis, scope) == []
+
+
+def test_waiters_that_arrive_at_spaced_times_are_served_in_that_order(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        first = pool.submit(call, lockbed, mutex, scope, 0, hold_ms=2000)
+        wait_until(lambda: 0 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        waiters = []
+        for caller in range(1, 7):
+            waiters.append(pool.submit(call, lockbed, mutex, scope, caller, hold_ms=50))
+            time.sleep(0.15)  # each arrives well after the one before
+        results = [first.result(), *(w.result() for w in waiters)]
+    assert [r.status for r in results] == [200] * 7
+    bodies = spans(lockbed, scope)
+    assert sorted(bodies, key=lambda c: bodies[c][0]) == list(range(7))
+
+
+def starts(bed: LockBed, scope: str) -> set[int]:
+    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
+    return {e["caller"] for e in events if e["event"] == "start"}
+
+
+def test_a_waiter_that_died_in_line_is_skipped_within_the_grace(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    """A ticket drawn by a waiter whose execution then died (it never enters, never leaves a
+    mark) holds up the line for the skip grace (5 s) at most."""
+    with ThreadPoolExecutor(2) as pool:
+        holder = pool.submit(call, lockbed, mutex, scope, 0, hold_ms=1000)
+        wait_until(lambda: 0 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        lockbed.redis.incr(f"n8n-lock-{scope}:ticket")  # the dead waiter's ticket
+        start = time.monotonic()
+        live = call(lockbed, mutex, scope, 2, hold_ms=10)
+        waited = time.monotonic() - start
+        assert holder.result().status == 200
+    assert live.status == 200
+    assert waited < 1.0 + 5.0 + 2.5, waited  # the holder's rest + the grace + n8n's overhead
+    assert waited > 5.0 - 1.0, "the dead ticket must be skipped only after the grace"
+
+
+def test_a_waiter_that_timed_out_leaves_the_line_at_once(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    impatient_key = install(lockbed, f"engine_1s_{uuid.uuid4().hex[:6]}", "--max-wait-seconds", "1")
+    with ThreadPoolExecutor(3) as pool:
+        holder = pool.submit(call, lockbed, mutex, scope, 0, hold_ms=3000)
+        wait_until(lambda: 0 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        impatient = pool.submit(call, lockbed, impatient_key, scope, 1, hold_ms=10)
+        time.sleep(0.3)
+        patient = pool.submit(call, lockbed, mutex, scope, 2, hold_ms=10)
+        assert holder.result().status == 200
+        released = time.time() * 1000
+        gave_up, after = impatient.result(), patient.result()
+    assert gave_up.status >= 400 or "timed out" in json.dumps(gave_up.body)
+    assert after.status == 200
+    bodies = spans(lockbed, scope)
+    assert 1 not in bodies
+    assert bodies[2][0] - bodies[0][1] < 1000, "the timed-out ticket held up the line"
+    assert bodies[2][0] <= released + 1000
+
+
+def test_a_caller_that_queues_as_the_holder_releases_still_gets_the_lock_promptly(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    """The lost-wake-up race: arrivals timed around the release never sleep past it by more
+    than one look (at most 1 s)."""
+    late: list[float] = []
+    for round_ in range(12):
+        with ThreadPoolExecutor(2) as pool:
+            holder = pool.submit(call, lockbed, mutex, scope, 2 * round_, hold_ms=150)
+            time.sleep(0.1 + 0.01 * round_)  # from well before to just after the release
+            start = time.monotonic()
+            waiter = call(lockbed, mutex, scope, 2 * round_ + 1, hold_ms=1)
+            late.append(time.monotonic() - start)
+            assert holder.result().status == 200 and waiter.status == 200
+    bodies = spans(lockbed, scope)
+    gaps = [bodies[2 * r + 1][0] - bodies[2 * r][1] for r in range(12)]
+    assert all(gap < 1000 for gap in gaps), gaps
+    assert most_at_once(list(bodies.values())) == 1
+
+
+def test_a_semaphore_of_three_holds_three_at_once_and_never_more(
+    lockbed: LockBed, semaphore: str, scope: str
+) -> None:
+    with ThreadPoolExecutor(12) as pool:
+        calls = list(pool.map(lambda i: call(lockbed, semaphore, scope, i, hold_ms=600), range(12)))
+    assert [c.status for c in calls] == [200] * 12
+    bodies = spans(lockbed, scope)
+    assert len(bodies) == 12
+    assert most_at_once(list(bodies.values())) == 3
+    assert held_lanes(lockbed.redis, scope) == []
+
+
+def test_fail_fast_on_a_held_scope_names_it_and_does_not_block_the_line(
+    lockbed: LockBed, scope: str
+) -> None:
+    key = install(lockbed, f"engine_ff_{uuid.uuid4().hex[:6]}", "--fail-fast")
+    with ThreadPoolExecutor(2) as pool:
+        holder = pool.submit(call, lockbed, key, scope, 0, hold_ms=1500)
+        wait_until(lambda: 0 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        refused = call(lockbed, key, scope, 1)
+        assert holder.result().status == 200
+    assert refused.status >= 400 or "fail-fast" in json.dumps(refused.body)
+    start = time.monotonic()
+    assert call(lockbed, key, scope, 2).status == 200
+    assert time.monotonic() - start < 2.5, "the refused ticket held up the line"
