@@ -13,92 +13,66 @@ and release ran.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
-import requests
-from ruamel.yaml import YAML
-
-from bench.lock_bench import bench_workflow, cli, ms, post, prepare
+from bench import figures
+from bench.common import bench_workflow, cli, ms, post, prepare, write_template
+from bench.designs import checkout, tree_cli, wrap_args
+from bench.executions import Execution, by_id, listing, workflow_ids
 from tests.testbed.endpoints import N8nInstance
 from tests.testbed.session import running_testbed
 
-REPO = Path(__file__).parents[1]
 BASELINE = "74b8431"  # issue 12 landed; the templates still without index and counters
 PRIMITIVES = ("lock_acquisition", "lock_release")
 
 
-def baseline_cli(tree: Path, root: Path, *args: str) -> None:
-    """Run the n8nlock of the baseline tree (its own package, this venv's dependencies)."""
-    # -m puts the working directory first on sys.path, ahead of this checkout's install.
-    command = [sys.executable, "-m", "n8n_lockkit", "--workspace", str(root), *args]
-    result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"baseline n8nlock {' '.join(args)} failed:\n{result.stderr}")
-
-
-def checkout(ref: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "n8n_lockkit", "templates"],
-        capture_output=True,
-        check=True,
-    )
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
 def wrap_and_push(run: Any, root: Path, key: str) -> None:
     run(root, "create-lock", "--force-overwrite")
-    run(
-        root,
-        "add-lock-to-workflow",
-        "--workflow-key",
-        key,
-        "--scope-expression",
-        "={{ $json.body.scope }}",
-        "--ttl-seconds",
-        "60",
-    )
+    run(root, *wrap_args(key))
     run(root, "push", "--env", "bench", "--activate")
 
 
 def setup(n8n: N8nInstance, root: Path, key: str, run: Any) -> None:
-    prepare(root, n8n)
-    (root / "workflows" / "bench_plain.template.json").unlink()
-    (root / "workflows" / "bench_locked.template.json").unlink()
-    (root / "workflows" / f"{key}.template.json").write_text(json.dumps(bench_workflow(key)))
+    prepare(root, n8n, run)
+    write_template(root, bench_workflow(key))
     wrap_and_push(run, root, key)
 
 
-def redis_work(n8n: N8nInstance, root: Path) -> dict[str, tuple[int, int]]:
-    """(Redis node executions, Redis items) of the newest execution of each primitive."""
-    env = YAML(typ="safe").load((root / "envs" / "bench.yml").read_text())
-    found = {}
-    headers = {"X-N8N-API-KEY": n8n.api_key}
-    for key in PRIMITIVES:
-        workflow_id = str(env["workflows"][key]["id"])
-        listing = requests.get(
-            f"{n8n.base_url}/api/v1/executions",
-            params={"workflowId": workflow_id, "limit": "1", "includeData": "true"},
-            headers=headers,
-            timeout=30,
-        ).json()["data"][0]
-        workflow = requests.get(
-            f"{n8n.base_url}/api/v1/workflows/{workflow_id}", headers=headers, timeout=30
-        ).json()
-        redis = {n["name"] for n in workflow["nodes"] if n["type"] == "n8n-nodes-base.redis"}
-        runs = listing["data"]["resultData"]["runData"]
-        executions = [r for name, rs in runs.items() if name in redis for r in rs]
-        items = sum(len((r.get("data") or {}).get("main", [[]])[0] or []) for r in executions)
-        found[key] = (len(executions), items)
-    return found
+def redis_work(n8n: N8nInstance, root: Path, key: str) -> dict[str, tuple[int, int]]:
+    """(Redis node executions, Redis items) of acquire and release in the newest call of the
+    wrapped workflow `key`: in the primitives' executions it called, or inline (acquire before
+    the body's first node, release after)."""
+    ids = workflow_ids(root)
+    call = listing(n8n, ids[key])[0]
+    if figures.named(call, "Lock Acquire") and not figures.named(call, "Lock Take Ticket"):
+        subs = {k: e for w in PRIMITIVES for k, e in by_id(n8n, ids[w]).items()}
+        parts = {
+            "acquire": redis_runs(subs[figures.sub_execution_id(call, "Lock Acquire")]),
+            "release": redis_runs(subs[figures.sub_execution_id(call, "Lock Release")]),
+        }
+    else:
+        body = figures.start(call, figures.BODY)
+        runs = redis_runs(call)
+        parts = {
+            "acquire": [r for r in runs if r["startTime"] < body],
+            "release": [r for r in runs if r["startTime"] >= body],
+        }
+    return {part: (len(runs), sum(items(r) for r in runs)) for part, runs in parts.items()}
+
+
+def redis_runs(execution: Execution) -> list[dict[str, Any]]:
+    names = figures.redis_nodes(execution)
+    return [r for name, rs in figures.run_data(execution).items() if name in names for r in rs]
+
+
+def items(run: dict[str, Any]) -> int:
+    return len(((run.get("data") or {}).get("main") or [[]])[0] or [])
 
 
 def main() -> None:
@@ -111,7 +85,7 @@ def main() -> None:
         tree = checkout(args.baseline, Path(tmp))
         current, base = Path(tmp) / "current", Path(tmp) / "baseline"
         setup(n8n, current, "bench_now", cli)
-        setup(n8n, base, "bench_base", lambda root, *a: baseline_cli(tree, root, *a))
+        setup(n8n, base, "bench_base", tree_cli(tree))
         timings: dict[str, list[float]] = {"bench_now": [], "bench_base": []}
         order = ["bench_now", "bench_base"]
         for run in range(args.runs + 5):
@@ -123,9 +97,10 @@ def main() -> None:
         print(f"\nn8n {n8n.version}, {args.runs} alternating calls each, uncontended:")
         print(f"  wrapped, baseline {args.baseline}: median {ms(then)}")
         print(f"  wrapped, this checkout:          median {ms(now)}")
-        print(f"  added by the index and the counters: {ms(now - then)} (median difference)")
-        for label, root in (("baseline", base), ("this checkout", current)):
-            work = redis_work(n8n, root)
+        print(f"  this checkout - baseline: {ms(now - then)} (median difference)")
+        for label, root, key in (("baseline", base, "bench_base"),
+                                 ("this checkout", current, "bench_now")):  # fmt: skip
+            work = redis_work(n8n, root, key)
             parts = [f"{k}: {e} Redis node executions, {i} items" for k, (e, i) in work.items()]
             print(f"  {label}: " + "; ".join(parts))
     sys.stdout.flush()

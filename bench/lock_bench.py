@@ -1,185 +1,343 @@
-"""Benchmark the lock primitives in a real n8n with a real Redis. Not a test: it prints figures.
+"""Benchmark lock engine v2 against the seed design in a real n8n with a real Redis; prints the
+figures of issue 8 side by side. Not a test.
 
-    .venv/bin/python -m bench.lock_bench [--runs 50] [--callers 10] [--hold-ms 300]
+    .venv/bin/python -m bench.lock_bench [--versions 2.41.1,1.123.81] [--runs 60]
+        [--callers 10] [--hold-ms 300] [--fairness-seconds 60] [--quick] [-o figures.json]
 
-1. Added latency: median wall time of a webhook workflow wrapped by add-lock-to-workflow,
-   minus the same workflow without the lock (sequential calls, uncontended).
-2. Contended efficiency = (N × hold) / wall time, for N callers holding one scope, with the
-   wait loop polling every 1 s and every 0.25 s.
+Per n8n version, one test bed; both designs (bench.designs) run in it against one Redis:
+- P1: the bench workflow plain, wrapped by the seed and by v2, called in shuffled rounds
+  (uncontended): median and p90 latency, wrapped / plain and the added ms.
+- P2: `--callers` callers hold one scope for `--hold-ms` each: efficiency = N × hold / wall,
+  and from the saved executions the handoff gap (lock free → next body starts) and overlaps.
+- P3: six clients loop on one scope for `--fairness-seconds`: completions per client (max/min),
+  overtakes among executions that waited together, Redis node executions per second waited.
+- The cost of each node of one uncontended v2 call (median over the P1 calls).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import datetime
 import json
 import os
+import random
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import requests
-from click.testing import CliRunner
-
-from n8n_lockkit.cli import main as n8nlock
+from bench import figures
+from bench.common import post
+from bench.designs import PLAIN, SEED_REF, Design, seed_design, v2_design
+from bench.executions import Execution, by_id, matching, workflow_ids
 from tests.testbed.endpoints import N8nInstance
 from tests.testbed.session import running_testbed
 
-NS = uuid.UUID("0d7e2c51-9a3b-4f61-8e2d-5c4b3a291807")
+DEFAULT_VERSIONS = "2.41.1,1.123.81"
+WARM_UP = 5  # the first calls of a workflow compile and cache; they are not counted
+FAIRNESS_CLIENTS = 6
+LOCK_NODE = "Lock "  # the engine's nodes; the others are the bench workflow's own
+QUICK = {"runs": 8, "callers": 4, "hold_ms": 300, "fairness_seconds": 8}
+FULL = {"runs": 60, "callers": 10, "hold_ms": 300, "fairness_seconds": 60}
+V2_BUILDS = {
+    "engine": "engine.acquire/release inline, laid out by bench.designs",
+    "cli": "the bench workflow wrapped by this checkout's add-lock-to-workflow",
+}
+Figures = dict[str, Any]
+ToHolder = Callable[[Execution], figures.Holder]
 
 
-def cli(root: Path, *args: str) -> None:
-    result = CliRunner().invoke(n8nlock, ["--workspace", str(root), *args])
-    if result.exit_code != 0:
-        raise SystemExit(f"n8nlock {' '.join(args)} failed:\n{result.output}")
+def latency(
+    n8n: N8nInstance, paths: Sequence[str], runs: int, scope: str
+) -> dict[str, list[float]]:
+    """Seconds per call of each path; each round calls every path once, in a shuffled order,
+    so that load on the machine hits all alike."""
+    timings: dict[str, list[float]] = {path: [] for path in paths}
+    order = list(paths)
+    for round_number in range(WARM_UP + runs):
+        random.shuffle(order)
+        for path in order:
+            seconds = post(n8n, path, {"scope": f"{scope}-{path}", "hold_ms": 0})
+            if round_number >= WARM_UP:
+                timings[path].append(seconds)
+    return timings
 
 
-def node(
-    key: str, name: str, kind: str, version: float, x: int, params: dict[str, Any], **extra: Any
-) -> dict[str, Any]:
-    node_id = str(uuid.uuid5(NS, f"{key}:{name}"))
-    return {
-        "id": node_id,
-        "name": name,
-        "type": kind,
-        "typeVersion": version,
-        "position": [x, 0],
-        "parameters": params,
-        **extra,
-    }
-
-
-def bench_workflow(key: str) -> dict[str, Any]:
-    """Webhook → Hold (Wait hold_ms) → Work (Code); the locked copy is wrapped by the CLI."""
-    hold = "={{ Math.max(0.01, $('Webhook').first().json.body.hold_ms / 1000) }}"
-    webhook = {"httpMethod": "POST", "path": key, "responseMode": "lastNode", "options": {}}
-    nodes = [
-        node(
-            key,
-            "Webhook",
-            "n8n-nodes-base.webhook",
-            2,
-            0,
-            webhook,
-            webhookId=str(uuid.uuid5(NS, key)),
-        ),
-        node(
-            key,
-            "Hold",
-            "n8n-nodes-base.wait",
-            1.1,
-            220,
-            {"resume": "timeInterval", "amount": hold, "unit": "seconds"},
-            webhookId=str(uuid.uuid5(NS, key + "-hold")),
-        ),
-        node(
-            key,
-            "Work",
-            "n8n-nodes-base.code",
-            2,
-            440,
-            {"jsCode": "return [{ json: { done: Date.now() } }];"},
-        ),
-    ]
-    chain = ["Webhook", "Hold", "Work"]
-    connections = {
-        a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
-        for a, b in itertools.pairwise(chain)
-    }
-    return {
-        "name": key,
-        "nodes": nodes,
-        "connections": connections,
-        "settings": {"executionOrder": "v1"},
-    }
-
-
-def prepare(root: Path, n8n: N8nInstance) -> None:
-    CliRunner().invoke(n8nlock, ["init", str(root), "--env", "bench", "--url", n8n.base_url])
-    cli(root, "redis-credential", "--host", n8n.redis_host, "--port", str(n8n.redis_port))
-    for key in ("bench_plain", "bench_locked"):
-        text = json.dumps(bench_workflow(key), indent=2)
-        (root / "workflows" / f"{key}.template.json").write_text(text)
-
-
-def install_primitives(root: Path, poll: float) -> None:
-    cli(root, "create-lock", "--force-overwrite", "--poll-interval-seconds", str(poll))
-    cli(
-        root,
-        "add-lock-to-workflow",
-        "--workflow-key",
-        "bench_locked",
-        "--scope-expression",
-        "={{ $json.body.scope }}",
-        "--ttl-seconds",
-        "60",
-        "--max-wait-seconds",
-        "600",
-    )
-    cli(root, "validate", "--env", "bench")
-    cli(root, "push", "--env", "bench", "--activate")
-
-
-def post(n8n: N8nInstance, path: str, body: dict[str, Any]) -> float:
-    start = time.monotonic()
-    response = requests.post(f"{n8n.base_url}/webhook/{path}", json=body, timeout=600)
-    response.raise_for_status()
-    return time.monotonic() - start
-
-
-def latency(n8n: N8nInstance, path: str, runs: int) -> list[float]:
-    body = {"scope": f"bench-{uuid.uuid4().hex[:8]}", "hold_ms": 0}
-    for _ in range(5):  # warm-up: first executions compile and cache
-        post(n8n, path, body)
-    return [post(n8n, path, body) for _ in range(runs)]
-
-
-def contended(n8n: N8nInstance, callers: int, hold_ms: int) -> float:
-    body = {"scope": f"bench-{uuid.uuid4().hex[:8]}", "hold_ms": hold_ms}
-    start = time.monotonic()
+def contended(n8n: N8nInstance, path: str, scope: str, callers: int, hold_ms: int) -> float:
+    """Efficiency = N × hold / wall for `callers` calls that all start at once."""
+    body = {"scope": scope, "hold_ms": hold_ms}
+    started = time.monotonic()
     with ThreadPoolExecutor(callers) as pool:
-        list(pool.map(lambda _: post(n8n, "bench_locked", body), range(callers)))
-    wall = time.monotonic() - start
-    return callers * hold_ms / 1000 / wall
+        list(pool.map(lambda _: post(n8n, path, body), range(callers)))
+    return callers * hold_ms / 1000 / (time.monotonic() - started)
 
 
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms"
+def fairness(n8n: N8nInstance, path: str, scope: str, seconds: float, hold_ms: int) -> list[int]:
+    """Completions per client of FAIRNESS_CLIENTS clients that call again as soon as answered."""
+    deadline = time.monotonic() + seconds
+
+    def client(_: int) -> int:
+        done = 0
+        while time.monotonic() < deadline:
+            post(n8n, path, {"scope": scope, "hold_ms": hold_ms})
+            done += 1
+        return done
+
+    with ThreadPoolExecutor(FAIRNESS_CLIENTS) as pool:
+        return list(pool.map(client, range(FAIRNESS_CLIENTS)))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--callers", type=int, default=10)
-    parser.add_argument("--hold-ms", type=int, default=300)
-    args = parser.parse_args()
-    with running_testbed() as (n8n, _), tempfile.TemporaryDirectory() as tmp:
+def in_scope(scopes: set[str]) -> Callable[[Execution], bool]:
+    return lambda execution: figures.webhook_body(execution).get("scope") in scopes
+
+
+def holder_reader(n8n: N8nInstance, design: Design) -> ToHolder:
+    """How to read a design's executions; a sub-workflow form's locks run in the executions
+    of its primitives."""
+    ids = workflow_ids(design.root)
+    primitives = [ids[key] for key in ("lock_acquisition", "lock_release") if key in ids]
+    subs = {key: e for workflow_id in primitives for key, e in by_id(n8n, workflow_id).items()}
+    return lambda execution: figures.holder(execution, subs)
+
+
+def design_figures(
+    n8n: N8nInstance, design: Design, scopes: dict[str, str], counts: dict[str, int]
+) -> tuple[Figures, list[Execution]]:
+    """P2 and P3 figures of one design from its saved executions; also its P1 executions."""
+    workflow_id = workflow_ids(design.root)[design.path]
+    ours = set(scopes.values())
+    found = matching(n8n, workflow_id, in_scope(ours), sum(counts.values()))
+    saved = {
+        phase: [e for e in found if figures.webhook_body(e).get("scope") == scope]
+        for phase, scope in scopes.items()
+    }
+    to_holder = holder_reader(n8n, design)
+    holders = {phase: [to_holder(e) for e in found] for phase, found in saved.items()}
+    uncontended = statistics.median(h.acquire_redis_runs for h in holders["p1"])
+    handoff = figures.handoff(holders["p2"])
+    order = figures.service_order(holders["p3"])
+    p3_handoff = figures.handoff(holders["p3"])
+    return {
+        "p2_saved": len(holders["p2"]),
+        # where P2's wall time goes: before the first body, each holder's turn, the handoffs
+        "p2_first_entry_ms": first_entry(holders["p2"]),
+        "p2_turn_median_ms": statistics.median(h.released_ms - h.entered_ms for h in holders["p2"]),
+        "gap_median_ms": handoff.median_ms,
+        "gap_p99_ms": handoff.p99_ms,
+        "overlaps": handoff.overlaps,
+        "p3_saved": len(holders["p3"]),
+        "p3_overlaps": p3_handoff.overlaps,
+        "p3_gap_median_ms": p3_handoff.median_ms,
+        "inverted_pairs": order.inverted,
+        "pairs_in_line_together": order.comparable,
+        "inversion_fraction": order.fraction,
+        "uncontended_acquire_redis_runs": uncontended,
+        "redis_per_wait_second": figures.redis_per_wait_second(holders["p3"], uncontended),
+    }, saved["p1"]
+
+
+def first_entry(holders: Sequence[figures.Holder]) -> float:
+    """ms from the first caller lining up to the first body starting."""
+    return min(h.entered_ms for h in holders) - min(h.lined_up_ms for h in holders)
+
+
+def bench_version(version: str, args: argparse.Namespace) -> Figures:
+    with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
         os.environ["N8N_API_KEY"] = n8n.api_key
-        root = Path(tmp) / "ws"
-        prepare(root, n8n)
-        install_primitives(root, poll=1.0)
-        plain = latency(n8n, "bench_plain", args.runs)
-        locked = latency(n8n, "bench_locked", args.runs)
-        print(f"\nn8n {n8n.version}, {args.runs} sequential calls each (after 5 warm-up calls):")
-        print(f"  without lock: median {ms(statistics.median(plain))}")
-        print(f"  with lock:    median {ms(statistics.median(locked))}")
-        added = statistics.median(locked) - statistics.median(plain)
-        print(f"  added by acquire + release: {ms(added)} (median)")
-        print(f"\n{args.callers} callers holding one scope for {args.hold_ms} ms each:")
-        for poll in (1.0, 0.25):
-            if poll != 1.0:
-                install_primitives(root, poll)
-            efficiency = contended(n8n, args.callers, args.hold_ms)
-            print(
-                f"  poll {poll:g} s: efficiency {efficiency:.2f} "
-                f"(wall {args.callers * args.hold_ms / 1000 / efficiency:.1f} s)"
+        designs = [seed_design(n8n, Path(tmp)), v2_design(n8n, Path(tmp), args.v2_build)]
+        token = uuid.uuid4().hex[:8]
+        progress(f"n8n {version}: P1, {args.runs} shuffled rounds")
+        timings = latency(n8n, [PLAIN, *(d.path for d in designs)], args.runs, f"p1-{token}")
+        result: Figures = {"n8n": version, "plain": summary(timings[PLAIN])}
+        efficiency: dict[str, float] = {}
+        completions: dict[str, list[int]] = {}
+        for design in designs:
+            progress(f"n8n {version}: P2 and P3, {design.label}")
+            scope = f"{design.label}-{token}"
+            efficiency[design.label] = contended(
+                n8n, design.path, f"p2-{scope}", args.callers, args.hold_ms
             )
+            completions[design.label] = fairness(
+                n8n, design.path, f"p3-{scope}", args.fairness_seconds, args.hold_ms
+            )
+        progress(f"n8n {version}: reading the saved executions")
+        for design in designs:
+            scope = f"{design.label}-{token}"
+            scopes = {"p1": f"p1-{token}-{design.path}", "p2": f"p2-{scope}", "p3": f"p3-{scope}"}
+            counts = {
+                "p1": WARM_UP + args.runs,
+                "p2": args.callers,
+                "p3": sum(completions[design.label]),
+            }
+            found, p1_saved = design_figures(n8n, design, scopes, counts)
+            calls = summary(timings[design.path])
+            result[design.label] = {
+                **calls,
+                "ratio": calls["median_ms"] / result["plain"]["median_ms"],
+                "added_ms": calls["median_ms"] - result["plain"]["median_ms"],
+                "efficiency": efficiency[design.label],
+                "completions": completions[design.label],
+                "spread": figures.spread(completions[design.label]),
+                **found,
+            }
+            if design.label == "v2":
+                result["v2_node_costs_ms"] = figures.node_costs(p1_saved[: args.runs])
+        return result
+
+
+def summary(seconds: Sequence[float]) -> dict[str, float]:
+    values = [s * 1000 for s in seconds]
+    return {"median_ms": statistics.median(values), "p90_ms": figures.percentile(values, 90)}
+
+
+def progress(message: str) -> None:
+    print(f"[lock_bench] {message}", file=sys.stderr, flush=True)
+
+
+# figure, target, how to read it from a design's figures, whether v2 meets the target
+Row = tuple[str, str, Callable[[Figures], str], Callable[[Figures], bool] | None]
+
+
+def rows(args: argparse.Namespace, plain: dict[str, float]) -> list[Row]:
+    n, hold = args.callers, args.hold_ms
+    plain_ms = f"plain {plain['median_ms']:.0f} / {plain['p90_ms']:.0f} ms"
+    return [
+        ("P1 median wrapped / plain", "≤ 1.5×", lambda f: f"{f['ratio']:.2f}×",
+         lambda f: f["ratio"] <= 1.5),
+        ("P1 added by the lock (median)", "≤ +80 ms", lambda f: f"+{f['added_ms']:.0f} ms",
+         lambda f: f["added_ms"] <= 80),
+        (f"P1 median / p90 wrapped ({plain_ms})", "",
+         lambda f: f"{f['median_ms']:.0f} / {f['p90_ms']:.0f} ms", None),
+        (f"P2 efficiency, N = {n}, hold {hold} ms", "≥ 0.85", lambda f: f"{f['efficiency']:.2f}",
+         lambda f: f["efficiency"] >= 0.85),
+        ("handoff gap median / p99", "≤ 40 ms median",
+         lambda f: f"{f['gap_median_ms']:.0f} / {f['gap_p99_ms']:.0f} ms",
+         lambda f: f["gap_median_ms"] <= 40),
+        ("overlapping bodies (P2 + P3)", "0", lambda f: f"{f['overlaps'] + f['p3_overlaps']}",
+         lambda f: f["overlaps"] + f["p3_overlaps"] == 0),
+        (f"P3 max/min completions, {FAIRNESS_CLIENTS} clients", "≤ 1.2",
+         lambda f: f"{f['spread']:.2f} ({'/'.join(map(str, f['completions']))})",
+         lambda f: f["spread"] <= 1.2),
+        ("P3 served out of arrival order", "0",
+         lambda f: f"{f['inversion_fraction']:.1%} of {f['pairs_in_line_together']} pairs",
+         lambda f: f["inverted_pairs"] == 0),
+        ("Redis node executions per waiter per second", "≤ 1",
+         lambda f: f"{f['redis_per_wait_second']:.2f}", lambda f: f["redis_per_wait_second"] <= 1),
+    ]  # fmt: skip
+
+
+def table(result: Figures, args: argparse.Namespace) -> list[str]:
+    """The markdown table of one version: figure | target | seed | v2 (✓ when met)."""
+    lines = [
+        f"| figure (n8n {result['n8n']}) | target | seed ({SEED_REF}) | v2 |",
+        "|---|---|---|---|",
+    ]
+    for label, target, show, met in rows(args, result["plain"]):
+        mark = "" if met is None else (" ✓" if met(result["v2"]) else " ✗")
+        lines.append(
+            f"| {label} | {target} | {show(result['seed'])} | {show(result['v2'])}{mark} |"
+        )
+    return lines
+
+
+def costs_table(results: Sequence[Figures]) -> list[str]:
+    """Median ms per node of one uncontended v2 call, a column per n8n version."""
+    costs: list[dict[str, float]] = [r["v2_node_costs_ms"] for r in results]
+    versions = " | ".join(f"n8n {r['n8n']}" for r in results)
+    lines = [f"| node of one uncontended v2 call (median ms) | {versions} |"]
+    lines.append("|---|" + "---|" * len(results))
+    for name in costs[0]:
+        where = "" if name.startswith(LOCK_NODE) else " (workflow)"
+        cells = " | ".join(f"{c[name]:.0f}" if name in c else "–" for c in costs)
+        lines.append(f"| {name}{where} | {cells} |")
+    totals = [sum(ms for name, ms in c.items() if name.startswith(LOCK_NODE)) for c in costs]
+    lines.append("| all lock nodes | " + " | ".join(f"{t:.0f}" for t in totals) + " |")
+    return lines
+
+
+DEFINITIONS = """\
+Handoff gap: from the end of the node that frees the lock (v2: Lock Release; seed: DEL Lock
+Counter in lock_release) to the next holder's first body node, from the P2 executions. Out of
+arrival order: pairs of P3 executions that were in line together and entered against the order
+in which they lined up (v2: their tickets; seed: the start of Lock Acquire). Redis node
+executions per waiter per second: what waiting added to an uncontended acquire's Redis node
+executions, per second waited, over the P3 executions that waited."""
+
+
+def command(argv: Sequence[str]) -> str:
+    return " ".join([".venv/bin/python -m bench.lock_bench", *argv])
+
+
+def report(results: list[Figures], args: argparse.Namespace, argv: Sequence[str]) -> str:
+    today = datetime.date.today().isoformat()
+    cores = os.cpu_count()
+    lines = [
+        f"Measured {today} on {cores} cores with `{command(argv)}`: plain median "
+        + ", ".join(f"{r['plain']['median_ms']:.0f} ms on n8n {r['n8n']}" for r in results)
+        + f"; {args.runs} shuffled rounds (P1), {args.callers} callers holding "
+        f"{args.hold_ms} ms (P2), {FAIRNESS_CLIENTS} clients for {args.fairness_seconds:g} s "
+        f"(P3). Seed: `main` before engine v2 ({SEED_REF}: 1 s poll, sub-workflow calls); "
+        f"v2: {V2_BUILDS[args.v2_build]}. ✓/✗: v2 meets the target or not.",
+        "",
+    ]
+    for result in results:
+        lines += [*table(result, args), ""]
+    lines += [" ".join(DEFINITIONS.split()), "", *costs_table(results)]
+    return "\n".join(lines)
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--versions", default=DEFAULT_VERSIONS, help="n8n versions, commas")
+    parser.add_argument("--runs", type=int, help="P1 rounds (default 60; quick 8)")
+    parser.add_argument("--callers", type=int, help="P2 callers (default 10; quick 4)")
+    parser.add_argument("--hold-ms", type=int, help="P2/P3 hold time (default 300)")
+    parser.add_argument("--fairness-seconds", type=float, help="P3 (default 60; quick 8)")
+    parser.add_argument("--quick", action="store_true", help="small numbers: a smoke run")
+    builds = "; ".join(f"{key}: {text}" for key, text in V2_BUILDS.items())
+    parser.add_argument("--v2-build", choices=sorted(V2_BUILDS), default="cli", help=builds)
+    parser.add_argument("-o", "--output", type=Path, help="also write every figure to this JSON")
+    args = parser.parse_args(argv)
+    for name, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
+    results = [bench_version(v.strip(), args) for v in args.versions.split(",") if v.strip()]
+    for result in results:
+        print()
+        print("\n".join(table(result, args)))
+        for label in ("seed", "v2"):
+            f = result[label]
+            print(
+                f"  P2 {label}: first body {f['p2_first_entry_ms']:.0f} ms after the first "
+                f"arrival; a turn (body start → lock free) {f['p2_turn_median_ms']:.0f} ms, "
+                f"then {f['gap_median_ms']:.0f} ms to the next body (medians)"
+            )
+    print("\nWhere one uncontended v2 call spends its time:\n")
+    print("\n".join(costs_table(results)))
+    print("\nREADME performance text (paste as is):\n")
+    print(report(results, args, argv))
+    if args.output:
+        document = {"command": command(argv), "arguments": vars(args) | {"output": None}}
+        text = json.dumps({**document, "results": results}, indent=2, default=jsonable)
+        args.output.write_text(text + "\n")
     sys.stdout.flush()
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON: {value!r}")
 
 
 if __name__ == "__main__":

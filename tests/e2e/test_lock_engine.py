@@ -28,7 +28,7 @@ REDIS = {
 def _mark(event: str) -> dict[str, Any]:
     body = "$('Webhook').first().json.body"
     message = (
-        f"={{{{ JSON.stringify({{ event: '{event}', t: Date.now(), caller: {body}.caller, "
+        f"={{{{ JSON.stringify({{ event: '{event}', t: Date.now(), who: {body}.who, "
         f"execution: $execution.id }}) }}}}"
     )
     return {
@@ -80,7 +80,7 @@ def engine_workflow(key: str) -> dict[str, Any]:
             880,
             {
                 "mode": "raw",
-                "jsonOutput": "={{ { caller: $('Webhook').first().json.body.caller } }}",
+                "jsonOutput": "={{ { who: $('Webhook').first().json.body.who } }}",
                 "options": {},
             },
         ),
@@ -134,14 +134,14 @@ def via_subworkflow(lockbed: LockBed) -> str:
 
 
 def call(bed: LockBed, key: str, scope: str, caller: int, **body: Any) -> Call:
-    return bed.webhook(key, {"scope": scope, "caller": caller, **body})
+    return bed.webhook(key, {"scope": scope, "who": caller, **body})
 
 
 def spans(bed: LockBed, scope: str) -> dict[int, tuple[int, int]]:
     """caller -> (start, end) of its body, in ms."""
     events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
-    starts = {e["caller"]: e["t"] for e in events if e["event"] == "start"}
-    ends = {e["caller"]: e["t"] for e in events if e["event"] == "end"}
+    starts = {e["who"]: e["t"] for e in events if e["event"] == "start"}
+    ends = {e["who"]: e["t"] for e in events if e["event"] == "end"}
     return {c: (starts[c], ends[c]) for c in starts if c in ends}
 
 
@@ -168,7 +168,7 @@ def test_200_contended_executions_on_one_scope_never_overlap(
     with ThreadPoolExecutor(20) as pool:
         calls = list(pool.map(lambda i: call(lockbed, key, scope, i, hold_ms=5), range(total)))
     assert [c.status for c in calls] == [200] * total, [c.body for c in calls if c.status != 200]
-    assert sorted(c.body["caller"] for c in calls) == list(range(total))
+    assert sorted(c.body["who"] for c in calls) == list(range(total))
     bodies = spans(lockbed, scope)
     assert len(bodies) == total
     assert most_at_once(list(bodies.values())) == 1
@@ -194,7 +194,7 @@ def test_waiters_that_arrive_at_spaced_times_are_served_in_that_order(
 
 def starts(bed: LockBed, scope: str) -> set[int]:
     events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
-    return {e["caller"] for e in events if e["event"] == "start"}
+    return {e["who"] for e in events if e["event"] == "start"}
 
 
 def test_a_waiter_that_died_in_line_is_skipped_within_the_grace(

@@ -1,0 +1,147 @@
+"""The two lock designs the benchmark compares, each in its own workspace on the same n8n.
+
+- seed: `main` before engine v2 (commit SEED_REF): the sub-workflow primitives that poll every
+  second, installed and wrapped by that commit's own CLI in a subprocess.
+- v2: this checkout's engine. Until `add-lock-to-workflow` writes the inline form, the
+  workflow is built from `engine.acquire`/`engine.release` here (`--v2-build engine`);
+  `--v2-build cli` wraps it with this checkout's CLI instead.
+
+Both workspaces push to one n8n and one Redis. Workflow names, webhook paths and scopes differ
+(the seed's primitives are renamed "seed …"), so neither design sees the other's keys.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import Run, bench_workflow, cli, prepare, write_template
+from n8n_lockkit.primitives import engine
+from tests.testbed.endpoints import N8nInstance
+
+REPO = Path(__file__).parents[1]
+SEED_REF = "5ecf9dc"  # main before engine v2: 1 s poll, sub-workflow calls
+PLAIN, SEED, V2 = "bench_plain", "bench_seed", "bench_v2"
+
+
+@dataclass(frozen=True)
+class Design:
+    """A wrapped bench workflow in n8n: its webhook path and the workspace that pushed it."""
+
+    label: str
+    path: str
+    root: Path
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """The package and templates of git ref `ref`, unpacked into `into` (read-only git)."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref, "n8n_lockkit", "templates"],
+        capture_output=True,
+        check=True,
+    )
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def tree_cli(tree: Path) -> Run:
+    """The n8nlock of another tree: its own package (cwd first on sys.path), this venv's
+    dependencies."""
+
+    def run(root: Path, *args: str) -> None:
+        command = [sys.executable, "-m", "n8n_lockkit", "--workspace", str(root), *args]
+        result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise SystemExit(f"n8nlock ({tree}) {' '.join(args)} failed:\n{result.stderr}")
+
+    return run
+
+
+def wrap_args(key: str) -> list[str]:
+    return [
+        "add-lock-to-workflow",
+        "--workflow-key",
+        key,
+        "--scope-expression",
+        "={{ $json.body.scope }}",
+        "--ttl-seconds",
+        "60",
+        "--max-wait-seconds",
+        "600",
+    ]
+
+
+def seed_design(n8n: N8nInstance, tmp: Path) -> Design:
+    """The seed's primitives (renamed "seed …") and its wrap of the bench workflow."""
+    run = tree_cli(checkout(SEED_REF, tmp / "seed-tree"))
+    root = tmp / "seed"
+    prepare(root, n8n, run)
+    write_template(root, bench_workflow(SEED))
+    run(root, "create-lock", "--force-overwrite", "--poll-interval-seconds", "1")
+    # push names a workflow as the env records it: "seed n8nlock: Lock Acquisition", …
+    env = root / "envs" / "bench.yml"
+    env.write_text(env.read_text().replace("name: 'n8nlock: ", "name: 'seed n8nlock: "))
+    run(root, *wrap_args(SEED))
+    run(root, "push", "--env", "bench", "--activate")
+    return Design("seed", SEED, root)
+
+
+def v2_engine_workflow(key: str) -> dict[str, Any]:
+    """The bench workflow with the engine's acquire and release inline, as the inline form of
+    `add-lock-to-workflow` lays them out: a Merge restores the trigger's items for the body."""
+    workflow = bench_workflow(key)
+    hook, hold, work = workflow["nodes"]
+    for index, body_node in enumerate((hold, work)):
+        body_node["position"] = [3600 + 220 * index, 0]
+    inputs = engine.LockInputs(
+        scope="={{ $json.body.scope }}", ttl_seconds=60, max_wait_seconds=600
+    )
+    acquire = engine.acquire(key, inputs, (220, 0))
+    decision = f"$({json.dumps(engine.Names()('Lock Decide'))}).first().json"
+    release = engine.release(key, decision, (4200, 0))
+    restore = engine.node(
+        key, "lock-restore", "Lock Restore", "n8n-nodes-base.merge", 3, [3400, -200],
+        {"mode": "chooseBranch", "chooseBranchMode": "waitForAll", "output": "specifiedInput",
+         "useDataOfInput": 1, "numberInputs": 2},
+    )  # fmt: skip
+    output = engine.node(
+        key, "lock-output", "Lock Output", "n8n-nodes-base.set", 3.4, [5200, 0],
+        {"mode": "raw", "jsonOutput": "={{ $('Work').first().json }}",
+         "includeOtherFields": False, "options": {}},
+        executeOnce=True,
+    )  # fmt: skip
+    nodes = [hook, *acquire.nodes, restore, hold, work, *release.nodes, output]
+    group = engine.Group(nodes, {**acquire.connections, **release.connections})
+    group.connect("Webhook", 0, acquire.entry)
+    group.connect("Webhook", 0, "Lock Restore", 0)
+    for source, output_index in acquire.exits["held"]:
+        group.connect(source, output_index, "Lock Restore", 1)
+    group.connect("Lock Restore", 0, "Hold")
+    group.connect("Hold", 0, "Work")
+    group.connect("Work", 0, release.entry)
+    for source, output_index in release.exits["done"]:
+        group.connect(source, output_index, "Lock Output")
+    return {**workflow, "nodes": nodes, "connections": group.connections}
+
+
+def v2_design(n8n: N8nInstance, tmp: Path, build: str) -> Design:
+    """This checkout's lock on the bench workflow, beside the plain (unlocked) copy.
+
+    build "engine": the engine's nodes inline, laid out here; "cli": `add-lock-to-workflow`.
+    """
+    root = tmp / "v2"
+    prepare(root, n8n, cli)
+    write_template(root, bench_workflow(PLAIN))
+    if build == "engine":
+        write_template(root, v2_engine_workflow(V2))
+    else:
+        write_template(root, bench_workflow(V2))
+        cli(root, "create-lock", "--force-overwrite")
+        cli(root, *wrap_args(V2))
+    cli(root, "push", "--env", "bench", "--activate")
+    return Design("v2", V2, root)
