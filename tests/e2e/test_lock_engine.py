@@ -42,7 +42,9 @@ def _mark(event: str) -> dict[str, Any]:
 def engine_workflow(key: str) -> dict[str, Any]:
     """Webhook (answers with the last node) → Mark Start → Hold (hold_ms) → Mark End → Answer."""
 
-    def node(name: str, kind: str, version: float, x: int, params: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    def node(
+        name: str, kind: str, version: float, x: int, params: dict[str, Any], **extra: Any
+    ) -> dict[str, Any]:
         return {
             "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:{name}")),
             "name": name,
