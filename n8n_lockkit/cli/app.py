@@ -82,7 +82,8 @@ def poll_option(f: F) -> F:
         type=click.FloatRange(0.1, 60),
         default=1.0,
         show_default=True,
-        help="How often a waiting lock_acquisition polls Redis.",
+        help="Kept for scripts written for engine v1; it changes nothing: waiters sleep until "
+        "their expected turn, then look every 20 ms.",
     )(f)
 
 

@@ -21,12 +21,12 @@ class Primitive:
 LOCK_ACQUISITION = Primitive(
     "lock_acquisition",
     "n8nlock: Lock Acquisition",
-    "atomic INCR lock with a GET-poll wait loop (or fail-fast), a max-wait deadline and a fence",
+    "ticket lock (FIFO, N slots): waits for its turn (or fails fast), max-wait deadline, fence",
 )
 LOCK_RELEASE = Primitive(
     "lock_release",
     "n8nlock: Lock Release",
-    "verifies ownership from :meta and deletes only on a match",
+    "verifies ownership from the lane's record and advances the line only on a match",
 )
 LOCK_RENEW = Primitive(
     "lock_renew",
@@ -36,7 +36,7 @@ LOCK_RENEW = Primitive(
 ERROR_HANDLER = Primitive(
     "error_handler_lock_cleanup",
     "n8nlock: Error Handler Lock Cleanup",
-    "Error Trigger workflow that releases the registered locks a failed execution held",
+    "Error Trigger workflow that releases every lock a failed execution held",
 )
 RATE_LIMIT = Primitive(
     "rate_limit_check",

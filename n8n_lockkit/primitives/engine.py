@@ -31,11 +31,12 @@ MARK = "n8nlock:"
 STEP = 220
 ROW = 200
 MIN_POLL_MS = 20
-MAX_POLL_MS = 1000
+MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
 DEFAULT_HOLD_MS = 250
 # A head that has neither entered nor left a marker for this long is skipped. A live waiter
 # looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
 SKIP_GRACE_MS = keys.SKIP_GRACE_SECONDS * 1000
+MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected turn
 REDIS_CREDENTIALS = {
     "redis": {
         "id": "{{@:env:credentials.redis.id}}",
@@ -346,6 +347,7 @@ def acquire(
             "__SKIP_GRACE_MS__": str(SKIP_GRACE_MS),
             "__MIN_POLL_MS__": str(MIN_POLL_MS),
             "__MAX_POLL_MS__": str(MAX_POLL_MS),
+            "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
         },
     )
     g.add(_set_raw(key, "lock-decide", decide, [x + 6 * STEP, y], decide_script))

@@ -4,18 +4,24 @@
 `unwrap` recovers both from a wrapped workflow, so re-running a command with the same flags
 gives the same bytes and different flags update the nodes in place.
 
-Shape, per trigger T (rate limit first: it is cheap and must not queue on the lock):
+Shape, per entry T (rate limit first: it is cheap and must not queue on the lock):
 
-    T → Rate Limit → Rate Limit Allowed? ─true→ Rate Limit Restore Items → Lock Acquire
-        → Lock Restore Items → (the body, as before)
-                           └false→ Rate Limit Denied
-    every end of the body, and each Lock Restore Items → Lock Join → Lock Release Once?
-        → Lock Release → Lock Output
+    T → Rate Limit → Rate Limit Allowed? ─true→ Rate Limit Restore Items ─┬→ Lock Context → …
+                                        └false→ Rate Limit Denied          │   (the engine's
+                                                                           │   acquire chain,
+        Lock Restore (Merge: input 1 = those items, input 2 = Lock Hold) ←─┘   drawn above)
+        → (the body, as before)
+    every end of the body, and each Lock Restore → Lock Join → Lock Release Once?
+        → Lock Release Verdict → … → Lock Release → Lock Output
+
+The acquire and release chains come from `primitives/engine.py` (the inline form, the
+default). With `via_subworkflow`, Lock Acquire / Lock Release call the primitives instead,
+and Lock Restore Items (a Code node) gives the body the trigger's items again.
 
 Lock Join is a Merge node: under n8n's v1 execution order it runs once, after every branch
-of the body has finished (its input from Lock Restore Items guarantees it runs at all). The
-Restore nodes give the body the trigger's items again (Execute Workflow replaces them), and
-Lock Output answers with what the body's last node answered, for "last node" webhooks.
+of the body has finished (its input from Lock Restore guarantees it runs at all). Lock
+Output answers with what the body's last node answered, for "last node" webhooks: a Merge
+when the body has one end, a Code node that picks the end that ran when it has several.
 """
 
 from __future__ import annotations
@@ -328,13 +334,17 @@ def _config_note(config: LockConfig) -> dict[str, object]:
 
 
 def _release_inline(
-    b: _Builder, decisions: list[str], restores: list[str], terminals: list[tuple[str, int]]
+    b: _Builder,
+    decisions: list[str],
+    restores: list[str],
+    terminals: list[tuple[str, int]],
+    renewals: list[str],
 ) -> None:
     x = max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP
     y = b.join_y
     join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
     x = b.position(join)[0]
-    held = _decision(decisions)
+    held = _held(decisions, renewals)
     group = engine.release(b.key, held, (x + 2 * STEP, y - 100))
     once = b.add(
         owned(
@@ -351,24 +361,47 @@ def _release_inline(
         b.add(node, placed=True)
     b.workflow["connections"].update(group.connections)
     right = max(node["position"][0] for node in group.nodes) + STEP
-    output = b.add(
-        owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.code", 2, [right, y],
-              output_code(terminals)),
-        placed=True,
-    )  # fmt: skip
+    ends = list(dict.fromkeys(terminals))
+    if len(ends) == 1:
+        # One end: a Merge answers with its items (input 1), once the release has run (input
+        # 2); it costs no task runner, unlike the Code node that picks among several ends.
+        output = b.add(
+            owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.merge", 3, [right, y],
+                  {"mode": "chooseBranch", "chooseBranchMode": "waitForAll",
+                   "output": "specifiedInput", "useDataOfInput": 1}),
+            placed=True,
+        )  # fmt: skip
+        b.connect(*ends[0], output, 0)
+        released = 1
+    else:
+        output = b.add(
+            owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.code", 2, [right, y],
+                  output_code(terminals)),
+            placed=True,
+        )  # fmt: skip
+        released = 0
     b.connect(join, 0, once)
     b.connect(once, 0, group.entry)
-    b.connect(once, 1, output)
+    b.connect(once, 1, output, released)
     for source, index in group.exits["done"]:
-        b.connect(source, index, output)
+        b.connect(source, index, output, released)
 
 
-def _decision(decisions: list[str]) -> str:
-    """A JS expression of the held lock's record: the decision of the chain that ran."""
+def _held(decisions: list[str], renewals: list[str]) -> str:
+    """A JS expression of the held lock's record: the decision of the chain that ran, with
+    the expiry of its last renewal (the release margin counts from that)."""
     if len(decisions) == 1:
-        return f"$({js_literal(decisions[0])}).first().json"
-    names = js_literal(decisions)
-    return f"{names}.map((n) => $(n)).find((n) => n.isExecuted).first().json"
+        decision = f"$({js_literal(decisions[0])}).first().json"
+    else:
+        names = js_literal(decisions)
+        decision = f"{names}.map((n) => $(n)).find((n) => n.isExecuted).first().json"
+    if not renewals:
+        return decision
+    renewed = (
+        f"{js_literal(renewals)}.map((n) => $(n)).filter((n) => n.isExecuted)"
+        ".map((n) => n.first().json).filter((r) => r.renewed).map((r) => Date.parse(r.expires_at))"
+    )
+    return f"((d) => ({{ ...d, expires_ms: Math.max(d.expires_ms, ...{renewed}) }}))({decision})"
 
 
 def _merge(b: _Builder, name: str, inputs: list[tuple[str, int]], position: list[int]) -> str:
@@ -654,7 +687,8 @@ def wrap(
         if lock.via_subworkflow:
             _release(b, acquires, restores, ends)
         else:
-            _release_inline(b, acquires, restores, ends)
+            renewals = [f"Lock Renew ({target})" for target in lock.renew_before]
+            _release_inline(b, acquires, restores, ends, renewals)
         _renewals(b, acquires, lock)
         _note_before(
             workflow,

@@ -107,8 +107,7 @@ def test_the_inline_release_reads_the_record_of_the_decision_that_entered() -> N
 def test_the_inline_lock_runs_no_code_node_before_the_body() -> None:
     wrapped = wrap(load("code_heavy"), "code_heavy", LOCK, None)
     lock_nodes = [n for n in wrapped["nodes"] if str(n.get("notes", "")).startswith("n8nlock:")]
-    code = [n["name"] for n in lock_nodes if n["type"] == "n8n-nodes-base.code"]
-    assert code == ["Lock Output"]  # after the release, to answer "last node" webhooks
+    assert [n["name"] for n in lock_nodes if n["type"] == "n8n-nodes-base.code"] == []
     assert list(graph.targets(wrapped, "Webhook")) == ["Lock Context", "Lock Restore"]
     assert list(graph.targets(wrapped, "Lock Restore")) == ["Parse", "Lock Join"]
     restore = next(n for n in lock_nodes if n["name"] == "Lock Restore")
@@ -119,6 +118,16 @@ def test_the_inline_lock_runs_no_code_node_before_the_body() -> None:
         for output, links in enumerate(graph.outputs(wrapped, source))
         if any(x["node"] == "Lock Restore" and x["index"] == 1 for x in links)
     ]
+
+
+def test_lock_output_answers_with_the_one_end_or_picks_among_several() -> None:
+    one = wrap(load("code_heavy"), "code_heavy", LOCK, None)
+    merge = next(n for n in one["nodes"] if n["name"] == "Lock Output")
+    assert merge["type"] == "n8n-nodes-base.merge"
+    assert [x["node"] for x in graph.outputs(one, "Format")[0]] == ["Lock Join", "Lock Output"]
+    several = wrap(load("switch_fallback"), "switch_fallback", LOCK, None)
+    code = next(n for n in several["nodes"] if n["name"] == "Lock Output")
+    assert code["type"] == "n8n-nodes-base.code"
 
 
 def test_rerunning_converts_between_the_inline_and_the_subworkflow_form() -> None:
@@ -342,6 +351,11 @@ def test_renewal_runs_before_the_named_node_in_a_loop_and_unwraps() -> None:
     assert read_configs(wrapped) == (config, None)
     assert unwrap(wrapped) == wrap(body, "batch_loop", None, None)
     assert check_workflow(wrapped, display="batch_loop", key="batch_loop") == []
+    # A renewed lock is released by the margin of its last renewal, not of its acquisition.
+    verdict = next(n for n in wrapped["nodes"] if n["name"] == "Lock Release Verdict")
+    script = verdict["parameters"]["jsonOutput"]
+    assert '["Lock Renew (Handle Batch)"].map((n) => $(n)).filter((n) => n.isExecuted)' in script
+    assert "Math.max(d.expires_ms, ..." in script
 
 
 def test_renewal_before_an_unknown_node_is_refused() -> None:

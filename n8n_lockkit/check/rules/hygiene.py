@@ -59,17 +59,25 @@ def _fed_by_code(ctx: WorkflowContext, name: str) -> bool:
     return bool(sources) and all(types.get(source) in (CODE, SPLIT_OUT) for source in sources)
 
 
+def _is_inline_lock_node(node: Node) -> bool:
+    """A node of a lock that add-lock-to-workflow put into the workflow (the inline form)."""
+    return str(node.get("notes", "")).startswith("n8nlock:lock-")
+
+
 def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
-    """A primitive's Redis nodes run once per execution, not once per input item.
+    """A primitive's Redis nodes, and an inline lock's, run once per execution, not once per
+    input item.
 
     Exceptions: the cleanup handler (an Error Trigger workflow), whose Redis nodes fan out
-    over the failed execution's scopes on purpose; and a node fed only by the primitive's own
+    over the failed execution's scopes on purpose; and a node fed only by the lock's own
     Code or Split Out nodes (through If nodes), which write several keys over one connection
     on purpose.
     """
-    if not ctx.is_primitive or any(True for _ in ctx.nodes(ERROR_TRIGGER)):
+    if any(True for _ in ctx.nodes(ERROR_TRIGGER)):
         return
     for index, node in ctx.nodes(REDIS):
+        if not (ctx.is_primitive or _is_inline_lock_node(node)):
+            continue
         if node.get("executeOnce") is not True and not _fed_by_code(ctx, name_of(node)):
             yield Problem(
                 ("nodes", index),
@@ -82,7 +90,8 @@ def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
 def no_retry(ctx: WorkflowContext) -> Iterator[Problem]:
     """Lock Redis nodes and calls of the primitives never retry on fail."""
     for index, node in ctx.nodes():
-        is_lock_node = (ctx.is_primitive and node.get("type") == REDIS) or any(
+        is_redis = node.get("type") == REDIS
+        is_lock_node = (is_redis and (ctx.is_primitive or _is_inline_lock_node(node))) or any(
             calls_primitive(node, key) for key in _LOCK_CALLS
         )
         if is_lock_node and node.get("retryOnFail") is True:

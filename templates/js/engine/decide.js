@@ -40,7 +40,8 @@ if (t === head) {
     ],
   };
 }
-if (t < head) return { ...out, state: 'requeue' };
+// Skipped while alive (it stalled past the grace): draw again, counting no new arrival.
+if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}:ticket`, expire: false, ttl: 1 }] };
 const holder = holding
   ? `${meta.workflow_name} (workflow ${meta.workflow_id}, execution ${meta.execution_id}) since ${meta.locked_at}`
   : 'a caller ahead in line';
@@ -64,13 +65,14 @@ if (!ctx.wait) {
 if (now >= ctx.deadline_ms) {
   return giveUp('timeout', 'timeout', `Lock acquisition timed out after ${ctx.max_wait_seconds}s waiting for scope '${ctx.scope}' (held by ${holder}; ${(t - head) / N} ahead in line).`);
 }
-// Sleep until my expected turn (hold average × places ahead); the next in line then looks
-// every __MIN_POLL_MS__ ms for a while, and backs off when the holder overruns.
+// Sleep until my expected turn (hold average × places ahead), at most half the skip grace so
+// that a waiter whose turn comes early takes it before the one behind skips it; the next in
+// line then looks every 20 ms for a while, and backs off when the holder overruns.
 const ahead = (t - head) / N;
 const holderLeft = holding ? Math.max(0, meta.locked_ms + averageMs - now) : Math.min(averageMs, __MIN_POLL_MS__ * 5);
 const expectedMs = holderLeft + (ahead - 1) * averageMs;
 const overdue = before && before.expected_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
 const sleepMs = expectedMs > __MIN_POLL_MS__
-  ? Math.min(expectedMs - __MIN_POLL_MS__ / 2, __MAX_POLL_MS__)
+  ? Math.min(expectedMs - __MIN_POLL_MS__ / 2, __MAX_SLEEP_MS__)
   : Math.min(__MIN_POLL_MS__ * 1.25 ** Math.max(0, overdue - 8), __MAX_POLL_MS__);
 return { ...out, state: 'wait', expected_ms: expectedMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
