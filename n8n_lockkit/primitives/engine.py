@@ -33,6 +33,8 @@ ROW = 200
 MIN_POLL_MS = 20
 MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
 DEFAULT_HOLD_MS = 250
+RELEASE_ENTRY = "Lock Release Verdict"  # the release chain's first node
+HANDOFF_MS = 40  # release → the next holder's first body node, measured (bench.lock_bench)
 # A head that has neither entered nor left a marker for this long is skipped. A live waiter
 # looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
 SKIP_GRACE_MS = keys.SKIP_GRACE_SECONDS * 1000
@@ -165,7 +167,7 @@ def expression(name: str, tokens: dict[str, str]) -> str:
     return script_expression(_script(name), f"engine script {name}.js", tokens)
 
 
-def _ref(name: str) -> str:
+def ref(name: str) -> str:
     return f"$({js_literal(name)})"
 
 
@@ -179,7 +181,7 @@ class Names:
         return f"{base} ({self.label})" if self.label else base
 
 
-def _set_raw(key: str, role: str, name: str, position: list[int], script: str) -> Node:
+def set_raw(key: str, role: str, name: str, position: list[int], script: str) -> Node:
     return node(
         key,
         role,
@@ -192,7 +194,7 @@ def _set_raw(key: str, role: str, name: str, position: list[int], script: str) -
     )
 
 
-def _split(key: str, role: str, name: str, position: list[int], field_name: str) -> Node:
+def split_out(key: str, role: str, name: str, position: list[int], field_name: str) -> Node:
     return node(
         key,
         role,
@@ -204,7 +206,7 @@ def _split(key: str, role: str, name: str, position: list[int], field_name: str)
     )
 
 
-def _redis(
+def redis(
     key: str, role: str, name: str, position: list[int], parameters: dict[str, Any], once: bool
 ) -> Node:
     return node(
@@ -221,7 +223,7 @@ def _redis(
     )
 
 
-def _if(key: str, role: str, name: str, position: list[int], test: str) -> Node:
+def if_node(key: str, role: str, name: str, position: list[int], test: str) -> Node:
     return node(
         key, role, name, "n8n-nodes-base.if", 2.2, position, if_parameters(key, test),
         executeOnce=True,
@@ -240,6 +242,24 @@ INCR_EACH = {
 class EngineOptions:
     default_ttl_seconds: int = 86400
     default_max_wait_seconds: int = 86400
+
+
+GET_EACH = {
+    "operation": "get",
+    "propertyName": "value",
+    "key": "={{ $json.key }}",
+    "keyType": "string",
+    "options": {"dotNotation": False},
+}
+SET_EACH = {
+    "operation": "set",
+    "key": "={{ $json.key }}",
+    "value": "={{ $json.value }}",
+    "keyType": "={{ $json.type }}",
+    "valueIsJSON": True,
+    "expire": True,
+    "ttl": "={{ $json.ttl }}",
+}
 
 
 def _state(name: str) -> str:
@@ -289,7 +309,7 @@ def acquire(
         n("Lock Leave Line"), n("Lock Give-Up Stats"), n("Lock Count Give-Up"), n("Lock Refused")
     )  # fmt: skip
     common = {
-        "__CONTEXT__": f"{_ref(context)}.first().json",
+        "__CONTEXT__": f"{ref(context)}.first().json",
         "__STATS_TTL__": str(keys.STATS_TTL_SECONDS),
     }
     context_script = expression(
@@ -301,9 +321,9 @@ def acquire(
             "__DEFAULT_MAX_WAIT__": str(options.default_max_wait_seconds),
         },
     )
-    g.entry = g.add(_set_raw(key, "lock-context", context, [x, y], context_script))
+    g.entry = g.add(set_raw(key, "lock-context", context, [x, y], context_script))
     valid, invalid = n("Lock Input Valid?"), n("Lock Input Refused")
-    g.add(_if(key, "lock-input-valid", valid, [x + STEP, y + ROW], "$json.problem === null"))
+    g.add(if_node(key, "lock-input-valid", valid, [x + STEP, y + ROW], "$json.problem === null"))
     g.add(
         node(
             key, "lock-input-refused", invalid, "n8n-nodes-base.stopAndError", 1,
@@ -313,21 +333,21 @@ def acquire(
     )  # fmt: skip
     g.connect(context, 0, valid)
     g.connect(valid, 1, invalid)
-    g.add(_split(key, "lock-ticket-items", ticket_items, [x + STEP, y], "incr"))
-    g.add(_redis(key, "lock-take-ticket", take_ticket, [x + 2 * STEP, y], INCR_EACH, False))
+    g.add(split_out(key, "lock-ticket-items", ticket_items, [x + STEP, y], "incr"))
+    g.add(redis(key, "lock-take-ticket", take_ticket, [x + 2 * STEP, y], INCR_EACH, False))
     look_script = expression(
         "read",
         {
             **common,
-            "__DECIDED__": f"{_ref(decide)}.isExecuted",
-            "__DECISION__": f"{_ref(decide)}.first().json",
-            "__TICKET__": f"{_ref(take_ticket)}.first()",
+            "__DECIDED__": f"{ref(decide)}.isExecuted",
+            "__DECISION__": f"{ref(decide)}.first().json",
+            "__TICKET__": f"{ref(take_ticket)}.first()",
         },
     )
-    g.add(_set_raw(key, "lock-look", look, [x + 3 * STEP, y], look_script))
-    g.add(_split(key, "lock-read-items", read_items, [x + 4 * STEP, y], "read"))
+    g.add(set_raw(key, "lock-look", look, [x + 3 * STEP, y], look_script))
+    g.add(split_out(key, "lock-read-items", read_items, [x + 4 * STEP, y], "read"))
     g.add(
-        _redis(
+        redis(
             key,
             "lock-read",
             read,
@@ -340,21 +360,22 @@ def acquire(
         "decide",
         {
             **common,
-            "__LOOK__": f"{_ref(look)}.first().json",
-            "__READ__": f"{_ref(read)}.all()",
+            "__LOOK__": f"{ref(look)}.first().json",
+            "__READ__": f"{ref(read)}.all()",
             "__DEFAULT_HOLD_MS__": str(DEFAULT_HOLD_MS),
             "__WAIT_BUCKETS__": js_literal(list(keys.WAIT_BUCKETS)),
             "__SKIP_GRACE_MS__": str(SKIP_GRACE_MS),
             "__MIN_POLL_MS__": str(MIN_POLL_MS),
             "__MAX_POLL_MS__": str(MAX_POLL_MS),
             "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
+            "__HANDOFF_MS__": str(HANDOFF_MS),
         },
     )
-    g.add(_set_raw(key, "lock-decide", decide, [x + 6 * STEP, y], decide_script))
-    g.add(_if(key, "lock-enter", enter, [x + 7 * STEP, y], _state("enter")))
-    g.add(_split(key, "lock-hold-items", hold_items, [x + 8 * STEP, y], "set"))
+    g.add(set_raw(key, "lock-decide", decide, [x + 6 * STEP, y], decide_script))
+    g.add(if_node(key, "lock-enter", enter, [x + 7 * STEP, y], _state("enter")))
+    g.add(split_out(key, "lock-hold-items", hold_items, [x + 8 * STEP, y], "set"))
     g.add(
-        _redis(
+        redis(
             key,
             "lock-hold",
             hold,
@@ -375,7 +396,7 @@ def acquire(
     g.exits["held"] = [(hold, 0)]
     # Not entering: wait, skip a dead head, draw again, or give up.
     below = y + 2 * ROW
-    g.add(_if(key, "lock-keep-waiting", keep_waiting, [x + 8 * STEP, below], _state("wait")))
+    g.add(if_node(key, "lock-keep-waiting", keep_waiting, [x + 8 * STEP, below], _state("wait")))
     g.add(
         node(
             key,
@@ -388,9 +409,9 @@ def acquire(
             webhookId=str(uuid.uuid5(_NODE_IDS, f"{key}:lock-sleep:{sleep}")),
         )
     )
-    g.add(_if(key, "lock-skip-test", skip_test, [x + 9 * STEP, below + ROW], _state("skip")))
+    g.add(if_node(key, "lock-skip-test", skip_test, [x + 9 * STEP, below + ROW], _state("skip")))
     g.add(
-        _redis(
+        redis(
             key,
             "lock-skip",
             skip,
@@ -405,9 +426,11 @@ def acquire(
             True,
         )
     )
-    g.add(_if(key, "lock-requeue", requeue, [x + 10 * STEP, below + 2 * ROW], _state("requeue")))
     g.add(
-        _redis(
+        if_node(key, "lock-requeue", requeue, [x + 10 * STEP, below + 2 * ROW], _state("requeue"))
+    )
+    g.add(
+        redis(
             key,
             "lock-leave",
             leave,
@@ -423,10 +446,10 @@ def acquire(
             True,
         )
     )
-    g.add(_split(key, "lock-give-up-items", leave_items, [x + 12 * STEP, y + 5 * ROW], "incr"))
+    g.add(split_out(key, "lock-give-up-items", leave_items, [x + 12 * STEP, y + 5 * ROW], "incr"))
     at = [x + 13 * STEP, y + 5 * ROW]
-    g.add(_redis(key, "lock-count-give-up", count_leave, at, INCR_EACH, False))
-    message = f"{_ref(decide)}.first().json.message"
+    g.add(redis(key, "lock-count-give-up", count_leave, at, INCR_EACH, False))
+    message = f"{ref(decide)}.first().json.message"
     g.add(
         node(
             key,
@@ -460,7 +483,7 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()
     x, y = origin
     g = Group()
     verdict, in_time, items, store = (
-        names("Lock Release Verdict"), names("Lock Release In Time?"),
+        names(RELEASE_ENTRY), names("Lock Release In Time?"),
         names("Lock Release Items"), names("Lock Release"),
     )  # fmt: skip
     waited, stats_items, count = (
@@ -474,11 +497,11 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()
             "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS),
         },
     )
-    g.entry = g.add(_set_raw(key, "lock-release-verdict", verdict, [x, y], script))
-    g.add(_if(key, "lock-release-in-time", in_time, [x + STEP, y], "$json.released"))
-    g.add(_split(key, "lock-release-items", items, [x + 2 * STEP, y - ROW // 2], "set"))
+    g.entry = g.add(set_raw(key, "lock-release-verdict", verdict, [x, y], script))
+    g.add(if_node(key, "lock-release-in-time", in_time, [x + STEP, y], "$json.released"))
+    g.add(split_out(key, "lock-release-items", items, [x + 2 * STEP, y - ROW // 2], "set"))
     g.add(
-        _redis(
+        redis(
             key,
             "lock-release",
             store,
@@ -496,17 +519,17 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()
     )
     # A waiter's statistics are counted here, after the lock is free: the next holder does
     # not wait for them.
-    test = f"{_ref(verdict)}.first().json.incr.length > 0"
-    g.add(_if(key, "lock-waited", waited, [x + 4 * STEP, y], test))
+    test = f"{ref(verdict)}.first().json.incr.length > 0"
+    g.add(if_node(key, "lock-waited", waited, [x + 4 * STEP, y], test))
     g.add(
-        _set_raw(
+        set_raw(
             key, "lock-wait-stats", stats_items, [x + 5 * STEP, y - ROW // 2],
-            f"={{{{ {{ incr: {_ref(verdict)}.first().json.incr }} }}}}",
+            f"={{{{ {{ incr: {ref(verdict)}.first().json.incr }} }}}}",
         )
     )  # fmt: skip
     split = names("Lock Wait Stats Items")
-    g.add(_split(key, "lock-wait-stats-items", split, [x + 6 * STEP, y - ROW // 2], "incr"))
-    g.add(_redis(key, "lock-count-wait", count, [x + 7 * STEP, y - ROW // 2], INCR_EACH, False))
+    g.add(split_out(key, "lock-wait-stats-items", split, [x + 6 * STEP, y - ROW // 2], "incr"))
+    g.add(redis(key, "lock-count-wait", count, [x + 7 * STEP, y - ROW // 2], INCR_EACH, False))
     g.connect(verdict, 0, in_time)
     g.connect(in_time, 0, items)
     g.connect(in_time, 1, waited)
@@ -536,30 +559,3 @@ def script_expression(source: str, label: str, tokens: dict[str, str]) -> str:
     if "{{" in body or "}}" in body:
         raise TemplateError(f"{label}: '{{{{' or '}}}}' would end the expression")
     return f"={{{{ (() => {{\n{body}\n}})() }}}}"
-
-
-def ref(name: str) -> str:
-    """The JavaScript that reads node `name`'s output: `$("name")`."""
-    return _ref(name)
-
-
-set_raw = _set_raw
-split_out = _split
-redis = _redis
-if_node = _if
-GET_EACH = {
-    "operation": "get",
-    "propertyName": "value",
-    "key": "={{ $json.key }}",
-    "keyType": "string",
-    "options": {"dotNotation": False},
-}
-SET_EACH = {
-    "operation": "set",
-    "key": "={{ $json.key }}",
-    "value": "={{ $json.value }}",
-    "keyType": "={{ $json.type }}",
-    "valueIsJSON": True,
-    "expire": True,
-    "ttl": "={{ $json.ttl }}",
-}

@@ -340,23 +340,10 @@ def _release_inline(
     terminals: list[tuple[str, int]],
     renewals: list[str],
 ) -> None:
-    x = max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP
+    join, once = _join_once(b, restores, terminals, engine.RELEASE_ENTRY)
+    x, y = b.position(join)
     y = b.join_y
-    join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
-    x = b.position(join)[0]
-    held = _held(decisions, renewals)
-    group = engine.release(b.key, held, (x + 2 * STEP, y - 100))
-    once = b.add(
-        owned(
-            b.key,
-            "lock-release-once",
-            "Lock Release Once?",
-            "n8n-nodes-base.if",
-            2.2,
-            [x + STEP, y],
-            if_parameters(b.key, f"!$({js_literal(group.entry)}).isExecuted"),
-        )
-    )
+    group = engine.release(b.key, _held(decisions, renewals), (x + 2 * STEP, y - 100))
     for node in group.nodes:
         b.add(node, placed=True)
     b.workflow["connections"].update(group.connections)
@@ -385,6 +372,33 @@ def _release_inline(
     b.connect(once, 1, output, released)
     for source, index in group.exits["done"]:
         b.connect(source, index, output, released)
+
+
+def _release_spot(b: _Builder) -> tuple[int, int]:
+    """Right of every node, on the first entry's row: where Lock Join goes."""
+    return max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP, b.join_y
+
+
+def _join_once(
+    b: _Builder, restores: list[str], terminals: list[tuple[str, int]], release: str
+) -> tuple[str, str]:
+    """Lock Join (every end of the body, and each Restore) → Lock Release Once?, which lets
+    the release run once per execution (`release`: the release's first node)."""
+    x, y = _release_spot(b)
+    join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
+    x = b.position(join)[0]
+    once = b.add(
+        owned(
+            b.key,
+            "lock-release-once",
+            "Lock Release Once?",
+            "n8n-nodes-base.if",
+            2.2,
+            [x + STEP, y],
+            if_parameters(b.key, f"!$({js_literal(release)}).isExecuted"),
+        )
+    )
+    return join, once
 
 
 def _held(decisions: list[str], renewals: list[str]) -> str:
@@ -437,21 +451,8 @@ def _join(b: _Builder, inputs: list[tuple[str, int]], position: list[int]) -> st
 def _release(
     b: _Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
 ) -> None:
-    x = max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP
-    y = b.join_y
-    join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
-    x = b.position(join)[0]
-    once = b.add(
-        owned(
-            b.key,
-            "lock-release-once",
-            "Lock Release Once?",
-            "n8n-nodes-base.if",
-            2.2,
-            [x + STEP, y],
-            if_parameters(b.key, "!$('Lock Release').isExecuted"),
-        )
-    )
+    join, once = _join_once(b, restores, terminals, "Lock Release")
+    x, y = b.position(join)
     release = b.add(
         owned(
             b.key,

@@ -65,14 +65,16 @@ if (!ctx.wait) {
 if (now >= ctx.deadline_ms) {
   return giveUp('timeout', 'timeout', `Lock acquisition timed out after ${ctx.max_wait_seconds}s waiting for scope '${ctx.scope}' (held by ${holder}; ${(t - head) / N} ahead in line).`);
 }
-// Sleep until my expected turn (hold average × places ahead), at most half the skip grace so
-// that a waiter whose turn comes early takes it before the one behind skips it; the next in
-// line then looks every 20 ms for a while, and backs off when the holder overruns.
+// Sleep until my expected turn: the holder's rest, then a hold average and a handoff per place
+// ahead; at most half the skip grace, so that a waiter whose turn comes early takes it before
+// the one behind skips it. The next in line wakes just after the expected release, then looks
+// every 20 ms for a while, and backs off when the holder overruns.
 const ahead = (t - head) / N;
-const holderLeft = holding ? Math.max(0, meta.locked_ms + averageMs - now) : Math.min(averageMs, __MIN_POLL_MS__ * 5);
-const expectedMs = holderLeft + (ahead - 1) * averageMs;
+const turnMs = averageMs + __HANDOFF_MS__;
+const holderLeft = holding ? Math.max(0, meta.locked_ms + averageMs - now) : turnMs;
+const expectedMs = holderLeft + (ahead - 1) * turnMs;
 const overdue = before && before.expected_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
 const sleepMs = expectedMs > __MIN_POLL_MS__
-  ? Math.min(expectedMs - __MIN_POLL_MS__ / 2, __MAX_SLEEP_MS__)
-  : Math.min(__MIN_POLL_MS__ * 1.25 ** Math.max(0, overdue - 8), __MAX_POLL_MS__);
+  ? Math.min(expectedMs + __MIN_POLL_MS__ / 4, __MAX_SLEEP_MS__)
+  : Math.min(__MIN_POLL_MS__ * 1.5 ** Math.max(0, overdue - 4), __MAX_POLL_MS__);
 return { ...out, state: 'wait', expected_ms: expectedMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
