@@ -9,7 +9,7 @@ if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
 const base = `n8n-lock-${held.scope}`;
 const heldMs = now - held.locked_ms;
 const average = held.hold_average_ms === null || held.hold_average_ms === undefined
-  ? heldMs : Math.round(0.7 * held.hold_average_ms + 0.3 * heldMs);
+  ? heldMs : Math.round(0.5 * held.hold_average_ms + 0.5 * heldMs);
 return {
   released: true, reason: 'released', scope: held.scope, lock_id: held.lock_id, ticket: held.ticket,
   incr: held.wait_stats,
