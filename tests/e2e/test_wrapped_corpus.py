@@ -36,6 +36,7 @@ PAYLOADS: dict[str, list[dict[str, Any]]] = {
     ],
     "batch_loop": [{"ids": [1, 2, 3, 4, 5]}],
     "order_update": [{"orderId": "compare"}],
+    "webhook_on_received": [{"file": "leads.csv", "rows": 21}],
 }
 
 

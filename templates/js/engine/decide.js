@@ -68,16 +68,16 @@ if (now >= ctx.deadline_ms) {
 // Sleep until my expected turn: the holder's rest, then a hold average and a handoff per place
 // ahead; at most half the skip grace, so that a waiter whose turn comes early takes it before
 // the one behind skips it. Waking late costs the lock that long, waking early costs a look:
-// a waiter further back sleeps a part of its expected wait and looks again; the next in line
-// wakes at the expected release, then looks every 20 ms, and backs off when the holder
-// overruns.
+// a waiter further back sleeps most of its expected wait and looks again; the next in line
+// wakes just after the expected release, then looks every 20 ms, and backs off when the
+// holder overruns.
 const ahead = (t - head) / N;
 const turnMs = averageMs + __HANDOFF_MS__;
 // A head whose record says released is between its two writes: served follows at once.
 const releasing = meta !== null && meta.released && meta.ticket === head;
 const holderLeft = holding ? meta.locked_ms + averageMs - now : releasing ? 0 : turnMs;
 const expectedMs = holderLeft + (ahead - 1) * turnMs;
-const wakeMs = ahead === 1 ? expectedMs : expectedMs * __FAR_SLEEP_SHARE__;
+const wakeMs = ahead === 1 ? expectedMs + __WAKE_LATE_MS__ : expectedMs * __FAR_SLEEP_SHARE__;
 const overdue = before && before.wake_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
 const sleepMs = wakeMs > __MIN_POLL_MS__
   ? Math.min(wakeMs, __MAX_SLEEP_MS__)
