@@ -75,7 +75,9 @@ const ahead = (t - head) / N;
 const turnMs = averageMs + __HANDOFF_MS__;
 // A head whose record says released is between its two writes: served follows at once.
 const releasing = meta !== null && meta.released && meta.ticket === head;
-const holderLeft = holding ? meta.locked_ms + averageMs - now : releasing ? 0 : turnMs;
+// A new head whose give-up mark this look did not read: read it at once (look.head lags).
+const unread = !holding && look.head !== head;
+const holderLeft = holding ? meta.locked_ms + averageMs - now : releasing || unread ? 0 : turnMs;
 const expectedMs = holderLeft + (ahead - 1) * turnMs;
 const wakeMs = ahead === 1 ? expectedMs + __WAKE_LATE_MS__ : expectedMs * __FAR_SLEEP_SHARE__;
 const overdue = before && before.wake_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
