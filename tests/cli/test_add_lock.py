@@ -324,7 +324,7 @@ def test_without_a_timeout_the_ttl_is_an_hour_and_a_rerun_keeps_the_ttl_it_has(
 
 
 def lock_config(root: Path, key: str) -> LockConfig:
-    lock, _ = read_configs(workflow(root, key))  # type: ignore[arg-type]
+    lock, _ = read_configs(workflow(root, key))
     assert lock is not None
     return lock
 
