@@ -234,8 +234,10 @@ def test_a_waiter_that_timed_out_leaves_the_line_at_once(
     assert after.status == 200
     bodies = spans(lockbed, scope)
     assert 1 not in bodies
-    assert bodies[2][0] - bodies[0][1] < 1000, "the timed-out ticket held up the line"
-    assert bodies[2][0] <= released + 1000
+    # The patient waiter looks at least every second (the fallback when the holder overruns
+    # its average), then skips the marked ticket at once: never the 5 s grace of a dead one.
+    assert bodies[2][0] - bodies[0][1] < 2000, "the timed-out ticket held up the line"
+    assert bodies[2][0] <= released + 2000
 
 
 def test_a_caller_that_queues_as_the_holder_releases_still_gets_the_lock_promptly(

@@ -93,11 +93,6 @@ def test_l02_fail_fast_on_a_held_lock_stops_with_a_message_naming_scope_and_hold
     assert held_lanes(lockbed.redis, unique_name) == [holder["meta_key"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine decide.js refuses a fail-fast caller behind a ticket that gave up (gone) "
-    "instead of skipping it: a scope used only fail-fast stays refused until a waiter comes",
-)
 def test_l02b_a_fail_fast_caller_takes_a_lock_freed_after_another_gave_up(
     lockbed: LockBed, unique_name: str
 ) -> None:

@@ -18,7 +18,14 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
-from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, wait_until
+from tests.e2e.lockbed import (
+    API_KEY_VARIABLE,
+    held_lanes,
+    init_workspace,
+    run_cli,
+    tickets_drawn,
+    wait_until,
+)
 from tests.testbed.client import N8nClient
 from tests.testbed.endpoints import N8nInstance
 
@@ -104,6 +111,7 @@ def orders(root: Path, path: str, answer: str = "v1") -> None:
         "--max-wait-seconds",
         "30",
         "--lock-on-error",
+        "--via-subworkflow",  # so that it references the primitives push must publish
     )
 
 
@@ -141,9 +149,8 @@ def test_activate_key_after_no_activate_publishes_what_it_references_and_it_runs
         assert stored(n8n_client, root, key)["active"] or (is_1x(n8n) and tolerated), key
     answer = n8n_client.call_webhook(unique_name, "POST", json={"order": unique_name})
     assert (answer.status_code, answer.json()) == (200, {"answer": "v1", "order": unique_name})
-    lock = f"n8n-lock-order-{unique_name}"
-    assert redis_client.exists(lock, f"{lock}:meta") == 0  # acquired, then released
-    assert redis_client.get(f"{lock}:fence") == "1"
+    assert tickets_drawn(redis_client, f"order-{unique_name}") == 1  # acquired,
+    assert held_lanes(redis_client, f"order-{unique_name}") == []  # then released
     again = n8nlock(root, "push", "--activate", "orders")
     assert again.exit_code == 0, explain(again)
     assert again.stderr == (
