@@ -35,7 +35,7 @@ MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
 DEFAULT_HOLD_MS = 250
 RELEASE_ENTRY = "Lock Release Verdict"  # the release chain's first node
 HANDOFF_MS = 40  # release → the next holder's first body node, measured (bench.lock_bench)
-FAR_SLEEP_SHARE = 0.9  # a waiter not next in line sleeps this share of its expected wait
+FAR_SLEEP_SHARE = 1.0  # a waiter not next in line sleeps this share of its expected wait
 WAKE_LATE_MS = 5  # the next in line wakes this long after the holder's expected release
 # A head that has neither entered nor left a marker for this long is skipped. A live waiter
 # looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
