@@ -48,6 +48,14 @@ from n8n_lockkit.rewrite.wrap_nodes import (
     role_of,
 )
 
+# A Merge node that passes its input 1 through untouched (binary data too) once every input
+# has arrived: how the inline form waits for the lock, and for the release, without a Code node.
+INPUT_1_ONCE_ALL_ARRIVED = {
+    "mode": "chooseBranch",
+    "chooseBranchMode": "waitForAll",
+    "output": "specifiedInput",
+    "useDataOfInput": 1,
+}
 CONFIG_MARK = "\nconfig: "  # on Lock Context: the flags the inline lock was made with
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
 # What wrap changed in settings, noted on Lock Release so that unwrap can give back exactly
@@ -307,12 +315,7 @@ def _acquire_inline(
             "n8n-nodes-base.merge",
             3,
             [x + STEP, y],
-            {
-                "mode": "chooseBranch",
-                "chooseBranchMode": "waitForAll",
-                "output": "specifiedInput",
-                "useDataOfInput": 1,
-            },
+            dict(INPUT_1_ONCE_ALL_ARRIVED),
         ),
         placed=True,
     )
@@ -354,8 +357,7 @@ def _release_inline(
         # 2); it costs no task runner, unlike the Code node that picks among several ends.
         output = b.add(
             owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.merge", 3, [right, y],
-                  {"mode": "chooseBranch", "chooseBranchMode": "waitForAll",
-                   "output": "specifiedInput", "useDataOfInput": 1}),
+                  dict(INPUT_1_ONCE_ALL_ARRIVED)),
             placed=True,
         )  # fmt: skip
         b.connect(*ends[0], output, 0)
