@@ -23,6 +23,7 @@ from typing import Any
 
 from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives import keys
+from n8n_lockkit.primitives.template_files import templates_dir
 
 Node = dict[str, Any]
 Connections = dict[str, Any]
@@ -155,8 +156,6 @@ def value_js(value: Any) -> str:
 
 @cache
 def _script(name: str) -> str:
-    from n8n_lockkit.primitives.render import templates_dir
-
     return (templates_dir() / "js" / "engine" / f"{name}.js").read_text(encoding="utf-8")
 
 

@@ -27,6 +27,7 @@ from n8n_lockkit.primitives.catalogue import (
     LOCK_RENEW,
     Primitive,
 )
+from n8n_lockkit.primitives.template_files import templates_dir
 
 # Node ids are uuid5 of primitive + node ident, so a re-render diffs cleanly.
 _NODE_ID_NAMESPACE = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
@@ -53,15 +54,6 @@ class RenderOptions:
         for name in ("default_ttl_seconds", "default_max_wait_seconds"):
             if getattr(self, name) < 1:
                 raise TemplateError(f"{name} must be at least 1")
-
-
-def templates_dir() -> Path:
-    """Inside an installed wheel, or the top-level `templates/` of a source checkout."""
-    package = Path(__file__).parents[1]
-    packaged = package / "templates"
-    if packaged.is_dir():
-        return packaged
-    return package.parent / "templates"
 
 
 @cache
