@@ -4,6 +4,7 @@ from n8n_lockkit.cli import (
     check_commands,
     ops_commands,
     remote_commands,
+    upgrade_commands,
     workspace_commands,
     wrap_commands,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "main",
     "ops_commands",
     "remote_commands",
+    "upgrade_commands",
     "workspace_commands",
     "wrap_commands",
 ]

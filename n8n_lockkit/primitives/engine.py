@@ -23,12 +23,12 @@ from typing import Any
 
 from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives import keys
+from n8n_lockkit.primitives.formats import managed_notes
 from n8n_lockkit.primitives.template_files import templates_dir
 
 Node = dict[str, Any]
 Connections = dict[str, Any]
 _NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
-MARK = "n8nlock:"
 STEP = 220
 ROW = 200
 MIN_POLL_MS = 20
@@ -104,7 +104,7 @@ def node(
         "typeVersion": version,
         "position": position,
         "parameters": parameters,
-        "notes": f"{MARK}{role} — managed by n8nlock; re-run its command to change it",
+        "notes": managed_notes(role),
         **extra,
     }
 

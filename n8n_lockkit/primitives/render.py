@@ -27,6 +27,7 @@ from n8n_lockkit.primitives.catalogue import (
     LOCK_RENEW,
     Primitive,
 )
+from n8n_lockkit.primitives.formats import stamp_primitive
 from n8n_lockkit.primitives.template_files import templates_dir
 
 # Node ids are uuid5 of primitive + node ident, so a re-render diffs cleanly.
@@ -97,9 +98,10 @@ def render_primitive(primitive: Primitive, options: RenderOptions | None = None)
     options.check()
     build = _BUILT.get(primitive.key)
     if build is not None:
-        return build(
+        built = build(
             engine.EngineOptions(options.default_ttl_seconds, options.default_max_wait_seconds)
         )
+        return stamp_primitive(built, primitive.key)
     template = _environment().get_template(primitive.template)
     try:
         text = template.render(_context(primitive, options))
@@ -113,7 +115,7 @@ def render_primitive(primitive: Primitive, options: RenderOptions | None = None)
             f"template {primitive.template} produced invalid JSON at line {err.lineno}, "
             f"column {err.colno}: {err.msg}: {line.strip()[:120]}"
         ) from err
-    return workflow
+    return stamp_primitive(workflow, primitive.key)
 
 
 def dump_workflow(workflow: dict[str, Any]) -> str:
@@ -272,7 +274,11 @@ def _holder_check(
     g.add(engine.redis(key, "read", read, [3 * STEP, 0], engine.GET_EACH, False))
     script = _expression(
         "lock_release/holder",
-        {"__CONTEXT__": _first(context), "__READ__": f"{engine.ref(read)}.all()"},
+        {
+            "__CONTEXT__": _first(context),
+            "__READ__": f"{engine.ref(read)}.all()",
+            "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
+        },
     )
     g.add(engine.set_raw(key, "check", check, [4 * STEP, 0], script))
     _chain(g, trigger, context, items, read, check)
@@ -289,6 +295,23 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
     g = engine.Group()
     request = [*_HANDOVER, ("max_concurrent", "number")]
     _, check = _holder_check(g, LOCK_RELEASE, request, "Release")
+    # A lock of the format before engine v2, taken before an upgrade's push: delete its
+    # counter and record as that format did (README Upgrading).
+    old_held = g.add(
+        engine.if_node(
+            key, "old-held", "Old Format Held?", [5 * STEP, -2 * engine.ROW],
+            "$json.outcome === 'held-old'",
+        )
+    )  # fmt: skip
+    old_items = g.add(
+        engine.split_out(key, "old-items", "Old Format Keys", [6 * STEP, -3 * engine.ROW], "delete")
+    )
+    old_release = g.add(
+        engine.redis(
+            key, "old-release", "Release Old Format", [7 * STEP, -3 * engine.ROW],
+            {"operation": "delete", "key": "={{ $json.key }}"}, False,
+        )
+    )  # fmt: skip
     owned = g.add(engine.if_node(key, "owned", "Owned?", [5 * STEP, 0], "$json.outcome === 'held'"))
     names = engine.Names()
     release = engine.release(key, f"{_first(check)}.held", (6 * STEP, -engine.ROW), names)
@@ -317,10 +340,15 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
             "__CHECK__": _first(check),
             "__RELEASED__": f"{engine.ref(names('Lock Release Verdict'))}.isExecuted",
             "__VERDICT__": _first(names("Lock Release Verdict")),
+            "__OLD_RELEASED__": f"{engine.ref(old_release)}.isExecuted",
         },
     )
     output = g.add(engine.set_raw(key, "output", "Release Output", [14 * STEP, 0], script))
-    g.connect(check, 0, owned)
+    g.connect(check, 0, old_held)
+    g.connect(old_held, 0, old_items)
+    g.connect(old_items, 0, old_release)
+    g.connect(old_release, 0, output)
+    g.connect(old_held, 1, owned)
     g.connect(owned, 0, release.entry)
     g.connect(owned, 1, free)
     g.connect(free, 0, output)

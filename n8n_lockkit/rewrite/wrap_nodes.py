@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 from n8n_lockkit.primitives import engine
-from n8n_lockkit.primitives.engine import MARK, if_parameters, js_literal
+from n8n_lockkit.primitives.engine import if_parameters, js_literal
+from n8n_lockkit.primitives.formats import MARK
 from n8n_lockkit.rewrite.graph import Node
 
 __all__ = ["MARK", "if_parameters", "js_literal"]

@@ -36,10 +36,12 @@ SKILL_ORDER = [
     "n8nlock-push-and-credentials",
     "n8nlock-locking-pattern",
     "n8nlock-operate-locks",
+    "n8nlock-upgrade",
 ]
 # The locks the operate-locks skill shows, releases and reaps.
 STUCK_SCOPES = ("order-1001", "order-1002")
 EXPORTED = {"orders": "order_update", "invoices": "code_heavy", "enrich": "merge_branches"}
+FORMAT1 = Path(__file__).parent.parent / "fixtures" / "upgrade" / "format1" / "workflows"
 
 
 def command_lines(skill: str) -> list[str]:
@@ -54,6 +56,14 @@ def export_workflows(workspace: Path) -> None:
         (workspace / "workflows" / f"{key}.template.json").write_text(
             text.replace('"path": "corpus-', '"path": "skills-')
         )
+
+
+def bring_back_format_1(workspace: Path) -> None:
+    """The workspace as an n8nlock before engine v2 left it: its primitives and four workflows
+    it wrapped (tests/fixtures/upgrade/format1), webhook paths of their own."""
+    for path in FORMAT1.glob("*.template.json"):
+        text = path.read_text().replace('"path": "corpus-', '"path": "skills-legacy-')
+        (workspace / "workflows" / path.name).write_text(text)
 
 
 def leave_stuck_locks(redis_url: str, workspace: Path) -> None:
@@ -110,6 +120,8 @@ def test_skill_commands_run_as_written(n8n: N8nInstance, redis_url: str, tmp_pat
     for skill in SKILL_ORDER:
         if skill == "n8nlock-operate-locks":
             leave_stuck_locks(redis_url, cwd)
+        if skill == "n8nlock-upgrade":
+            bring_back_format_1(cwd)
         for line in command_lines(skill):
             if line.startswith("cd "):
                 cwd = cwd / line.removeprefix("cd ").strip()

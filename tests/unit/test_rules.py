@@ -79,6 +79,7 @@ def test_what_n8n_accepts_but_may_misbehave_is_a_warning() -> None:
         "code-no-function-node",
         "wait-explicit-interval",
         "error-workflow-literal",
+        "format-current",
     }
 
 
@@ -140,6 +141,7 @@ RICH: dict[str, Any] = {
             "typeVersion": 2,
             "position": [0, 0],
             "parameters": {"path": "x"},
+            "notes": "n8nlock:lock-context — managed by n8nlock (format 1); made long ago",
         },
         {
             "id": "2",

@@ -9,7 +9,7 @@ runtime (the facts are in each rule's module).
 from __future__ import annotations
 
 from n8n_lockkit.check.findings import Severity
-from n8n_lockkit.check.rules import code, env, hygiene, markers, schema, structure
+from n8n_lockkit.check.rules import code, env, hygiene, markers, schema, stamps, structure
 from n8n_lockkit.check.rules.base import Problem, Rule, WorkflowContext
 
 ERROR = Severity.ERROR
@@ -43,6 +43,8 @@ RULES: tuple[Rule, ...] = tuple(
         ("sub-trigger-explicit-inputs", ERROR, hygiene.sub_trigger_states_inputs),
         # n8n saves it, and reads it as a workflow id: it never evaluates it.
         ("error-workflow-literal", WARNING, hygiene.error_workflow_is_literal),
+        # A file of another format: its lock and this n8nlock's do not exclude each other.
+        ("format-current", WARNING, stamps.format_current),
         # push refuses to send a workflow whose placeholders do not resolve.
         ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
     )

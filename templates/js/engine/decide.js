@@ -3,7 +3,10 @@
 // last ticket that left it, so the lane's head is served + slots.
 const ctx = __CONTEXT__;
 const look = __LOOK__;
-const [servedRaw, metaRaw, goneRaw, holdRaw] = __READ__.map((item) => item.json.value);
+const [servedRaw, metaRaw, goneRaw, holdRaw, oldRaw] = __READ__.map((item) => item.json.value);
+// A holder of the format before engine v2 (a count at the bare scope key) still holds the
+// scope: during an upgrade the new form waits for it instead of entering beside it.
+const oldHolder = oldRaw !== null && oldRaw !== undefined && Number(oldRaw) >= 1;
 const N = ctx.slots;
 const t = look.ticket;
 const firstInLane = look.lane === 0 ? N : look.lane;
@@ -15,12 +18,13 @@ try { meta = metaRaw ? JSON.parse(metaRaw) : null; } catch (error) { meta = null
 const holding = meta !== null && !meta.released && meta.ticket === head;
 const averageMs = holdRaw ? Number(holdRaw) : __DEFAULT_HOLD_MS__;
 const before = look.before && look.before.ticket === t ? look.before : null;
-const quietSince = before && before.head === head && before.quiet_since ? before.quiet_since : now;
+// A head waiting for an old-format holder is not quiet: nobody may skip it meanwhile.
+const quietSince = before && before.head === head && before.quiet_since && !oldHolder ? before.quiet_since : now;
 const waitedMs = now - ctx.started_ms;
 const out = { ticket: t, lane: look.lane, head, served, quiet_since: quietSince, overdue: 0 };
 const bucket = (seconds) => __WAIT_BUCKETS__.find((le) => seconds <= le) ?? 'inf';
 const stat = (name) => ({ key: `${ctx.stats_prefix}${name}:${ctx.scope}`, expire: true, ttl: __STATS_TTL__ });
-if (t === head) {
+if (t === head && !oldHolder) {
   const expiresMs = now + ctx.ttl_seconds * 1000;
   const record = {
     lock_id: ctx.lock_id, scope: ctx.scope, ticket: t, fence: t, slots: N,
@@ -44,7 +48,7 @@ if (t === head) {
 if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}:ticket`, expire: false, ttl: 1 }] };
 const holder = holding
   ? `${meta.workflow_name} (workflow ${meta.workflow_id}, execution ${meta.execution_id}) since ${meta.locked_at}`
-  : 'a caller ahead in line';
+  : oldHolder ? 'a caller of the format before engine v2 (n8nlock locks shows it)' : 'a caller ahead in line';
 const giveUp = (state, metric, message) => ({
   ...out, state, message,
   gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.ttl_seconds },
@@ -54,12 +58,12 @@ const giveUp = (state, metric, message) => ({
 // it left a marker, else after a grace no live waiter needs to take its turn. A marker only
 // counts for a head that does not hold (one left over from an idle scope's reset must not).
 const goneHead = goneRaw !== null && look.head === head;
-if (!holding && (goneHead || now - quietSince >= __SKIP_GRACE_MS__)) {
+if (!holding && !oldHolder && (goneHead || now - quietSince >= __SKIP_GRACE_MS__)) {
   return { ...out, head: head + N, state: 'skip', skip: { key: `${ctx.base}:served:${look.lane}`, value: String(head) } };
 }
 if (!ctx.wait) {
   // Fail-fast: a head that does not hold may have given up too; look at its marker first.
-  if (!holding && look.head !== head) return { ...out, state: 'wait', expected_ms: 0, overdue: 0, sleep_seconds: 0.01 };
+  if (!holding && !oldHolder && look.head !== head) return { ...out, state: 'wait', expected_ms: 0, overdue: 0, sleep_seconds: 0.01 };
   return giveUp('busy', 'busy', `Lock acquisition failed (fail-fast): scope '${ctx.scope}' is held by ${holder}. Caller passed wait_till_lock_released=false.`);
 }
 if (now >= ctx.deadline_ms) {

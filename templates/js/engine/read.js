@@ -15,5 +15,7 @@ return {
     { key: `${ctx.base}:meta:${lane}` },
     { key: `${ctx.base}:gone:${head}` },
     { key: `${ctx.base}:hold_ms` },
+    // The counter of the format before engine v2: its holder keeps the scope (README Upgrading).
+    { key: ctx.base },
   ],
 };

@@ -25,5 +25,7 @@ return {
   scope, base, slots, ticket, lanes,
   lock_id: lockId,
   ttl_seconds: ttl,
-  read: [...lanes.map((lane) => ({ key: `${base}:meta:${lane}` })), { key: `${base}:hold_ms` }],
+  // The record of the format before engine v2 too: a caller that took its lock before an
+  // upgrade releases it through this primitive after the push (README Upgrading).
+  read: [...lanes.map((lane) => ({ key: `${base}:meta:${lane}` })), { key: `${base}:meta` }, { key: `${base}:hold_ms` }],
 };

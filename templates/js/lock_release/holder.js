@@ -1,8 +1,10 @@
 // Whose lock is it? 'held': the lock_id's record holds its lane; 'released': its record says
-// released (a second release); 'foreign': another lock holds the lane(s) read; 'absent': none.
+// released (a second release); 'foreign': another lock holds the lane(s) read; 'absent': none;
+// 'held-old' and 'expired': the caller's lock of the old format (below).
 const ctx = __CONTEXT__;
 const values = __READ__.map((item) => item.json.value);
 const holdRaw = values.pop();
+const oldRaw = values.pop();
 const parse = (raw) => {
   if (raw === null || raw === undefined || raw === '') return null;
   try {
@@ -18,14 +20,23 @@ const records = values
   .filter((record) => record !== null);
 const mine = records.find((r) => r.lock_id === ctx.lock_id && (ctx.ticket === null || r.ticket === ctx.ticket));
 const other = records.find((r) => !r.released && r !== mine);
+// A lock of the format before engine v2 that is the caller's (its record at `:meta`):
+// 'held-old', released the old way (delete the counter and the record) unless it is about
+// to expire, when its TTL ends it (a delete then could hit a successor's).
+const old = parse(oldRaw);
+const oldMine = !mine && ctx.ticket === null && old !== null && old.lock_id === ctx.lock_id;
+const oldExpiring = oldMine && Date.now() >= Date.parse(old.expires_at) - __RELEASE_MARGIN_MS__;
 let outcome = 'absent';
 if (mine) outcome = mine.released ? 'released' : 'held';
+else if (oldMine) outcome = oldExpiring ? 'expired' : 'held-old';
 else if (other) outcome = 'foreign';
 const holder = other ?? {};
 return {
   outcome,
   scope: ctx.scope,
   lock_id: ctx.lock_id,
+  old: oldMine ? old : null,
+  delete: outcome === 'held-old' ? [{ key: ctx.base }, { key: `${ctx.base}:meta` }] : [],
   held: outcome === 'held' ? { ...mine, hold_average_ms: holdRaw ? Number(holdRaw) : null, wait_stats: [] } : null,
   holder: {
     lock_id: holder.lock_id ?? 'unknown',

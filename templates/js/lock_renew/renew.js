@@ -8,8 +8,22 @@ if (check.outcome === 'absent' || check.outcome === 'released') return refuse('r
 if (check.outcome === 'foreign') {
   return refuse('not-owner', { holder_lock_id: check.holder.lock_id, holder_execution_id: check.holder.execution_id });
 }
-const { lane, hold_average_ms: average, wait_stats: stats, ...record } = check.held;
 const now = Date.now();
+if (check.outcome === 'expired') return refuse('expired', { expires_at: check.old.expires_at });
+if (check.outcome === 'held-old') {
+  // The caller's lock of the format before engine v2 (taken before an upgrade's push): renew
+  // it the old way, the record and the counter with the new TTL.
+  const oldTtl = ctx.ttl_seconds ?? (Number(check.old.ttl_seconds) || __DEFAULT_TTL__);
+  const oldExpires = new Date(now + oldTtl * 1000).toISOString();
+  return {
+    renewed: true, ...answer, expires_at: oldExpires, ttl_seconds: oldTtl,
+    set: [
+      { key: `${ctx.base}:meta`, type: 'string', value: JSON.stringify({ ...check.old, expires_at: oldExpires }), ttl: oldTtl },
+      { key: ctx.base, type: 'string', value: '1', ttl: oldTtl },
+    ],
+  };
+}
+const { lane, hold_average_ms: average, wait_stats: stats, ...record } = check.held;
 if (now >= record.expires_ms - __RELEASE_MARGIN_MS__) return refuse('expired', { expires_at: record.expires_at });
 const ttl = ctx.ttl_seconds ?? (Number(record.ttl_seconds) || __DEFAULT_TTL__);
 const expiresMs = now + ttl * 1000;

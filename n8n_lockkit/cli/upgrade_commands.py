@@ -1,0 +1,92 @@
+"""`n8nlock upgrade`: the whole workspace at this n8nlock's format, in one plan."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import click
+
+from n8n_lockkit.cli import output
+from n8n_lockkit.cli.app import (
+    AppContext,
+    dry_run_option,
+    force_option,
+    format_option,
+    main,
+    pass_app,
+)
+
+
+@main.command("upgrade")
+@click.option(
+    "--env",
+    "envs",
+    multiple=True,
+    metavar="NAME",
+    help="Env file to update (repeatable). Default: every env of the workspace.",
+)
+@force_option
+@click.option(
+    "--inline",
+    is_flag=True,
+    help="Also move locks that call the lock_acquisition / lock_release primitives into the "
+    "workflows themselves (the faster form; see the README's Performance section).",
+)
+@dry_run_option
+@format_option
+@pass_app
+def upgrade(
+    app: AppContext,
+    envs: Sequence[str],
+    force_overwrite: bool,
+    inline: bool,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Bring every primitive, wrapped workflow and env file to this n8nlock's format.
+
+    Renders the primitives again (one edited by hand is kept, with a warning, unless
+    --force-overwrite), wraps every wrapped workflow again in place with the scope, TTL,
+    wait, slots, error handler, renewals and rate limit it already has, and registers what
+    the envs now need. All files change together, or none. Running it again changes
+    nothing. Then push what it lists; before that push, read "Upgrading" in the README:
+    callers still waiting in the old format must finish first (push checks).
+
+    \b
+    Example:
+        n8nlock upgrade --dry-run
+        n8nlock upgrade
+        n8nlock upgrade --inline -o json
+        n8nlock push --env prod
+    """
+    from n8n_lockkit.rewrite.upgrade import plan_upgrade
+    from n8n_lockkit.workspace import envconfig, plan
+
+    workspace = app.workspace()
+    names = list(dict.fromkeys(envs)) or workspace.env_names()
+    selected = [envconfig.load_env(workspace, name) for name in names]
+    result = plan_upgrade(workspace, selected, force_overwrite=force_overwrite, inline=inline)
+    if fmt == "json":
+        document = output.plan_as_dict(workspace, result.plan, dry_run=dry_run)
+        document["workflows"] = [item.as_dict() for item in result.items]
+        document["push"] = result.to_push
+        click.echo(json.dumps(document, indent=2))
+        for message in result.plan.messages:
+            output.warn(message)
+    else:
+        output.show_plan(workspace, result.plan, dry_run=dry_run, fmt=fmt)
+        for item in result.items:
+            found = "none" if item.found_format is None else f"format {item.found_format}"
+            note = f" ({item.note})" if item.note else ""
+            click.echo(f"  {item.key}: {item.kind}, {found} -> {item.action}{note}", err=True)
+        if result.to_push:
+            pending = "would change" if dry_run else "changed"
+            click.echo(
+                f"{len(result.to_push)} workflow(s) {pending}: push them with "
+                f"`n8nlock push{''.join(f' --env {n}' for n in names[:1])}` "
+                f"({', '.join(result.to_push)})",
+                err=True,
+            )
+    if not dry_run:
+        plan.apply(result.plan, workspace.root)

@@ -1,0 +1,110 @@
+"""Upgrading a live instance from format 1 (the lock before engine v2) to this format.
+
+A workspace made by n8nlock before engine v2 (its primitives from tests/fixtures/upgrade/
+format1, and a caller wrapped by that n8nlock: format1_caller.template.json) is pushed to a
+real n8n. An old-form execution takes a scope and holds it; meanwhile the workspace is
+upgraded (`n8nlock upgrade --inline`) and pushed, and new-form executions arrive on the same
+scope. The new form waits for the old holder (it reads the old counter), the old holder
+releases through the pushed new lock_release (which knows the old record), and no two
+executions ever hold the scope at the same moment.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import requests
+
+from n8n_lockkit.primitives import formats
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
+from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, wait_until
+from tests.testbed.endpoints import N8nInstance
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "upgrade"
+CALLER = "rollout_caller"
+PATH = "rollout-caller"  # the caller's webhook path, as format 1 wrapped it
+
+
+@pytest.fixture
+def old_workspace(n8n: N8nInstance, tmp_path: Path) -> Iterator[Path]:
+    """Format-1 primitives and caller, pushed and published under names no other test uses."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(API_KEY_VARIABLE, n8n.api_key)
+        root = init_workspace(tmp_path / "ws", n8n, [])
+        for key in ("lock_acquisition", "lock_release"):
+            name = f"{key}.template.json"
+            shutil.copy(FIXTURES / "format1" / "workflows" / name, root / "workflows" / name)
+        shutil.copy(
+            FIXTURES / "format1_caller.template.json",
+            root / "workflows" / f"{CALLER}.template.json",
+        )
+        env = load_env(Workspace(root), "e2e")
+        suffix = uuid.uuid4().hex[:6]
+        for key in ("lock_acquisition", "lock_release", CALLER):
+            env.register_workflow(key, f"rollout {key} {suffix}")
+        env.document.path.write_text(env.document.dumps())
+        run_cli(root, "push", "--env", "e2e", "--activate")
+        yield root
+
+
+def _call(n8n: N8nInstance, scope: str, who: str, hold_ms: int) -> tuple[int, Any]:
+    response = requests.post(
+        f"{n8n.base_url}/webhook/{PATH}",
+        json={"scope": scope, "who": who, "hold_ms": hold_ms},
+        timeout=180,
+    )
+    try:
+        return response.status_code, response.json()
+    except ValueError:
+        return response.status_code, response.text
+
+
+def _intervals(client: redis.Redis, scope: str) -> dict[str, tuple[int, int]]:
+    events = [json.loads(e) for e in client.lrange(f"engine-sink-{scope}", 0, -1)]
+    starts = {e["who"]: e["t"] for e in events if e["event"] == "start"}
+    ends = {e["who"]: e["t"] for e in events if e["event"] == "end"}
+    return {who: (starts[who], ends.get(who, -1)) for who in starts}
+
+
+def test_an_old_form_holder_and_new_form_callers_never_hold_one_scope_together(
+    old_workspace: Path, n8n: N8nInstance, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    scope = f"rollout-{uuid.uuid4().hex[:8]}"
+    with pytest.MonkeyPatch.context() as patch, ThreadPoolExecutor(max_workers=8) as pool:
+        patch.setenv(API_KEY_VARIABLE, n8n.api_key)
+        old = pool.submit(_call, n8n, scope, "old", 6000)
+        wait_until(lambda: "old" in _intervals(client, scope), 30, "the old form holds the scope")
+        assert client.get(f"n8n-lock-{scope}") == "1"  # the format-1 counter
+
+        run_cli(old_workspace, "upgrade", "--inline")
+        caller = json.loads((old_workspace / "workflows" / f"{CALLER}.template.json").read_text())
+        assert formats.workflow_format(caller) == formats.FORMAT
+        run_cli(old_workspace, "push", "--env", "e2e")
+        pushed_at = time.time() * 1000
+
+        new = [pool.submit(_call, n8n, scope, f"new-{i}", 300) for i in range(6)]
+        answers = [old.result(), *(f.result() for f in new)]
+
+    assert [status for status, _ in answers] == [200] * 7, answers
+    spans = sorted(_intervals(client, scope).items(), key=lambda item: item[1][0])
+    assert spans[0][0] == "old"
+    assert len(spans) == 7 and all(end > 0 for _, (_, end) in spans), spans
+    for (first, (_, end)), (second, (start, _)) in itertools.pairwise(spans):
+        assert end <= start, f"{first} and {second} held {scope} together: {spans}"
+    assert spans[0][1][1] > pushed_at, "the old holder should still hold after the push"
+    # The old holder's release ran through the new lock_release, which deleted its keys.
+    assert client.get(f"n8n-lock-{scope}") is None
+    assert client.get(f"n8n-lock-{scope}:meta") is None
+    client.close()
