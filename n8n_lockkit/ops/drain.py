@@ -18,12 +18,17 @@ Example:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
 
 from n8n_lockkit.errors import ExitCode, LockkitError
-from n8n_lockkit.primitives import keys
+from n8n_lockkit.ops.redis_access import open_redis, target_for
+from n8n_lockkit.primitives import formats, keys
+from n8n_lockkit.workspace.envconfig import EnvFile
+from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 SCAN_COUNT = 500
 
@@ -85,3 +90,34 @@ def require_drained(activity: OldFormatActivity) -> None:
         hint="push again once they are served or time out (`n8nlock locks` shows them); if "
         "their executions are gone (n8n restarted), `n8nlock push --no-drain-check` skips this",
     )
+
+
+def _sends_locks(workspace: Workspace, selected: Sequence[str]) -> bool:
+    """True when a workflow file the push sends was made by n8nlock (a primitive or a lock)."""
+    for path in workspace.workflow_files():
+        if selected and workflow_key(path) not in selected:
+            continue
+        try:
+            workflow = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # push itself reports the file
+        if isinstance(workflow, dict) and formats.workflow_format(workflow) is not None:
+            return True
+    return False
+
+
+def check_before_push(
+    workspace: Workspace, env: EnvFile, selected: Sequence[str], redis_url: str | None
+) -> OldFormatActivity | None:
+    """The drain check of a push: raise OldFormatWaiters while format-1 callers wait.
+
+    None when the push sends none of n8nlock's workflows, or nobody said where Redis is
+    (no `--redis-url` and no `redis:` record): then there is nothing this push can check."""
+    if not _sends_locks(workspace, selected):
+        return None
+    if not redis_url and env.redis_address() is None:
+        return None
+    with open_redis(target_for(env, redis_url)) as client:
+        activity = old_format_activity(client)
+    require_drained(activity)
+    return activity

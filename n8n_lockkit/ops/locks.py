@@ -100,9 +100,9 @@ def locks_document(scan: Scan, n8n_url: str) -> dict[str, Any]:
 def v1_warning(scopes: list[str]) -> str:
     shown = ", ".join(scopes[:5]) + (f" and {len(scopes) - 5} more" if len(scopes) > 5 else "")
     return (
-        f"{len(scopes)} lock(s) of the format before engine v2 still held ({shown}): their "
-        f"holders run workflows wrapped by an older n8nlock, which do not see engine v2's "
-        f"locks; re-run add-lock-to-workflow on them and push (keys {keys.LOCK_PREFIX}<scope>"
+        f"{len(scopes)} lock(s) of the format before engine v2 still held ({shown}): engine "
+        f"v2 waits for them, but an older n8nlock's lock does not see engine v2's; `n8nlock "
+        f"upgrade`, then push (README: Upgrading) (keys {keys.LOCK_PREFIX}<scope>"
         f"{keys.META_SUFFIX})"
     )
 

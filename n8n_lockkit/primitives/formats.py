@@ -96,6 +96,14 @@ def shipped_format(key: str, workflow: Workflow) -> int | None:
     return _shipped().get(key, {}).get(digest(workflow))
 
 
+def primitive_format(key: str, workflow: Workflow) -> int | None:
+    """A primitive's format: its stamp, else the shipped render it equals, else its nodes."""
+    stamp = primitive_stamp(workflow)
+    if stamp is not None:
+        return stamp[1]
+    return shipped_format(key, workflow) or workflow_format(workflow)
+
+
 def is_pristine_primitive(key: str, workflow: Workflow) -> bool:
     """True when nobody edited the primitive since n8nlock wrote it."""
     stamp = primitive_stamp(workflow)

@@ -99,7 +99,7 @@ def _primitive(
         change = FileChange(path, None, after)
         return change, UpgradeItem(primitive.key, "primitive", None, change.action.value), None
     current = _load(workspace, primitive.key, text)
-    found = formats.workflow_format(current)
+    found = formats.primitive_format(primitive.key, current)
     pristine = formats.is_pristine_primitive(primitive.key, current)
     change = FileChange(path, text, after, overwrite=pristine or force_overwrite)
     warning = None

@@ -188,3 +188,31 @@ def test_upgrade_registers_what_the_wrapped_workflows_need(
     result = invoke("upgrade", cwd=old_workspace)
     assert result.exit_code == 0, explain(result)
     assert "lock_renew: {id: '', name: 'n8nlock: Lock Renew'}" in env.read_text()
+
+
+FORMAT2_UNSTAMPED = FORMAT1.parent / "format2_unstamped"
+
+
+def test_a_workspace_of_engine_v2_before_the_stamps_upgrades_in_place(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    # Made by n8nlock f672502: engine v2's nodes, inline and via sub-workflow, no stamps yet.
+    root = tmp_path / "ws"
+    shutil.copytree(FORMAT2_UNSTAMPED, root)
+    before = {key: read_configs(load(root, key)) for key in ("order_update", "code_heavy")}
+    result = invoke("upgrade", "--dry-run", "-o", "json", cwd=root)
+    assert result.exit_code == 0, explain(result)
+    rows = {w["key"]: w for w in json.loads(result.stdout)["workflows"]}
+    assert {key: (row["format"], row["action"]) for key, row in rows.items()} == {
+        "lock_acquisition": (2, "update"),
+        "lock_release": (2, "update"),
+        "order_update": (2, "update"),
+        "code_heavy": (2, "update"),
+        # code_heavy's lock has --lock-on-error and a rate limit: what it calls is added.
+        "error_handler_lock_cleanup": (None, "create"),
+        "rate_limit_check": (None, "create"),
+    }
+    assert invoke("upgrade", cwd=root).exit_code == 0
+    after = {key: read_configs(load(root, key)) for key in ("order_update", "code_heavy")}
+    assert after == before
+    assert after["code_heavy"][0] is not None and after["code_heavy"][0].via_subworkflow

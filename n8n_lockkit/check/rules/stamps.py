@@ -15,7 +15,11 @@ from n8n_lockkit.primitives import formats
 
 def format_current(ctx: WorkflowContext) -> Iterator[Problem]:
     """n8nlock's nodes in the file are of the format this n8nlock writes."""
-    found = formats.workflow_format(ctx.workflow)
+    found = (
+        formats.primitive_format(ctx.key, ctx.workflow)
+        if ctx.is_primitive
+        else formats.workflow_format(ctx.workflow)
+    )
     if found is None or found == formats.FORMAT:
         return
     where: tuple[str | int, ...] = ()
