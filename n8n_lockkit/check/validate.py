@@ -126,7 +126,8 @@ def validate_files(
     given = list(paths)
     files = _expand(workspace, given) if given else workspace.workflow_files()
     enabled = settings.enabled()
+    displays = tuple(workspace.relative(p) for p in files)
     findings: list[Finding] = []
-    for path in files:
-        findings.extend(check_file(path, workspace.relative(path), env, enabled))
-    return Report(tuple(workspace.relative(p) for p in files), tuple(findings), settings.strict)
+    for path, display in zip(files, displays, strict=True):
+        findings.extend(check_file(path, display, env, enabled))
+    return Report(displays, tuple(findings), settings.strict)

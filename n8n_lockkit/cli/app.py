@@ -1,19 +1,26 @@
-"""The click group, its shared options, and the one place errors become output."""
+"""The click group, its shared options, and the one place errors become output.
+
+Start-up time matters (shell completion runs the program on every Tab): the command modules
+import only click and light modules at the top, and the library modules a command needs
+inside the command's function.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from n8n_lockkit import __version__
-from n8n_lockkit.cli import output
+from n8n_lockkit.cli import completion, output
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.workspace import plan
 from n8n_lockkit.workspace.layout import Workspace
+
+if TYPE_CHECKING:
+    from n8n_lockkit.workspace.plan import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,6 +56,7 @@ def env_option(f: F) -> F:
         multiple=True,
         metavar="NAME",
         help="Env to register in (repeatable). Optional when the workspace has exactly one.",
+        shell_complete=completion.env_names,
     )(f)
 
 
@@ -87,7 +95,9 @@ def poll_option(f: F) -> F:
     )(f)
 
 
-def apply_plan(workspace: Workspace, change_plan: plan.Plan, *, dry_run: bool, fmt: str) -> None:
+def apply_plan(workspace: Workspace, change_plan: Plan, *, dry_run: bool, fmt: str) -> None:
+    from n8n_lockkit.workspace import plan
+
     output.show_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
     if not dry_run:
         plan.apply(change_plan, workspace.root)
@@ -114,3 +124,15 @@ def main(ctx: click.Context, workspace: Path | None) -> None:
         n8nlock validate
     """
     ctx.obj = AppContext(workspace)
+
+
+# The commands: each module adds its own to `main` as it is imported; they import `main` from
+# here, hence the import at the end. A new module of commands is one more name in this list.
+from n8n_lockkit.cli import (  # noqa: E402, F401
+    check_commands,
+    ops_commands,
+    remote_commands,
+    upgrade_commands,
+    workspace_commands,
+    wrap_commands,
+)

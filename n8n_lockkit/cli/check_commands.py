@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from n8n_lockkit.check import lintconfig, validate
-from n8n_lockkit.check.rules import RULES
-from n8n_lockkit.cli import output
+from n8n_lockkit.cli import completion, output
 from n8n_lockkit.cli.app import (
     AppContext,
     format_option,
@@ -17,7 +15,6 @@ from n8n_lockkit.cli.app import (
     pass_app,
 )
 from n8n_lockkit.errors import ExitCode
-from n8n_lockkit.workspace import envconfig
 
 
 @main.command("validate")
@@ -27,6 +24,7 @@ from n8n_lockkit.workspace import envconfig
     "env_name",
     metavar="NAME",
     help="Also check that every {{@:env:…}} placeholder resolves in this env.",
+    shell_complete=completion.env_names,
 )
 @click.option(
     "--select",
@@ -70,12 +68,18 @@ def validate_command(
         n8nlock validate --ignore code-sandbox --strict
         n8nlock validate workflows/orders.template.json --env prod -o json
     """
+    from n8n_lockkit.check import lintconfig, validate
+
     workspace = app.workspace()
     loaded = lintconfig.load_settings(workspace.root)
     settings = lintconfig.with_command_line(
         loaded.settings, select=select, ignore=ignore, strict=strict
     )
-    env = envconfig.load_env(workspace, env_name).data if env_name else None
+    env = None
+    if env_name:
+        from n8n_lockkit.workspace import envconfig  # ruamel: only when an env is asked for
+
+        env = envconfig.load_env(workspace, env_name).data
     report = validate.validate_files(workspace, [p.absolute() for p in paths], env, settings)
     for note in loaded.notes:
         output.warn(note)
@@ -92,4 +96,6 @@ def rules_command() -> None:
     Example:
         n8nlock rules
     """
+    from n8n_lockkit.check.rules import RULES
+
     output.show_lines(f"{rule.id:<30} {rule.severity.value:<8} {rule.summary}" for rule in RULES)

@@ -7,17 +7,17 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
-from n8n_lockkit.cli import output
+from n8n_lockkit.cli import completion, output
 from n8n_lockkit.cli.app import AppContext, F, dry_run_option, main, pass_app
-from n8n_lockkit.cli.remote_commands import one_env
-from n8n_lockkit.ops import locks, prometheus, reap, release, report, stats
-from n8n_lockkit.ops.redis_access import URL_VARIABLE, open_redis, target_for
-from n8n_lockkit.ops.store import LockStore, Scan
-from n8n_lockkit.remote import connection
-from n8n_lockkit.workspace.envconfig import EnvFile
+from n8n_lockkit.cli.remote_commands import URL_VARIABLE, one_env
+
+if TYPE_CHECKING:
+    from n8n_lockkit.ops.store import LockStore, Scan
+    from n8n_lockkit.workspace.envconfig import EnvFile
 
 
 def redis_options(f: F) -> F:
@@ -34,6 +34,7 @@ def redis_options(f: F) -> F:
         "env_name",
         metavar="NAME",
         help="Env whose Redis and n8n to use. Optional when the workspace has exactly one.",
+        shell_complete=completion.env_names,
     )(f)
 
 
@@ -64,6 +65,9 @@ def output_option(*formats: str) -> Callable[[F], F]:
 
 @contextmanager
 def lock_store(env: EnvFile, redis_url: str | None) -> Iterator[LockStore]:
+    from n8n_lockkit.ops.redis_access import open_redis, target_for
+    from n8n_lockkit.ops.store import LockStore
+
     with open_redis(target_for(env, redis_url)) as client:
         yield LockStore(client)
 
@@ -99,6 +103,8 @@ def locks_command(
         n8nlock locks
         n8nlock locks --scope 'order-*' -o json
     """
+    from n8n_lockkit.ops import locks, report
+
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
         scan = locks.checked_scan(store, scope)
@@ -160,6 +166,8 @@ def release_command(
         n8nlock release order-42 --force --yes
         n8nlock release pool --force --lane 2
     """
+    from n8n_lockkit.ops import release, report
+
     release.require_force(scope, force)
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
@@ -229,6 +237,9 @@ def reap_command(
         n8nlock reap --grace 60
         n8nlock reap --idle
     """
+    from n8n_lockkit.ops import locks, reap, report
+    from n8n_lockkit.remote import connection
+
     env = one_env(app.workspace(), env_name)
     client = connection.client_for(env)  # no API key: stop before anything is read
     try:
@@ -302,6 +313,8 @@ def stats_command(
         n8nlock stats --scope 'order-*' --hours 1 -o json
         n8nlock stats -o prometheus > /var/lib/node_exporter/n8nlock.prom
     """
+    from n8n_lockkit.ops import prometheus, report, stats
+
     with lock_store(one_env(app.workspace(), env_name), redis_url) as store:
         found = stats.collect(store, scope, hours, store.now_ms())
     if fmt == "prometheus":

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from n8n_lockkit.check.findings import Severity
-from n8n_lockkit.check.validate import Report
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.remote.push import PushResult
 from n8n_lockkit.workspace.layout import Workspace
 from n8n_lockkit.workspace.plan import Action, FileChange, Plan
+
+if TYPE_CHECKING:
+    # Only their types: the modules pull in jsonschema and requests.
+    from n8n_lockkit.check.validate import Report
+    from n8n_lockkit.remote.push import PushResult
 
 _VERB_COLOURS = {
     Action.CREATE: "green",

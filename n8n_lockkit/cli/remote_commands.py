@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
-from n8n_lockkit.cli import output
+from n8n_lockkit.cli import completion, output
 from n8n_lockkit.cli.app import (
     AppContext,
     dry_run_option,
@@ -14,16 +15,25 @@ from n8n_lockkit.cli.app import (
     main,
     pass_app,
 )
-from n8n_lockkit.remote import connection, credentials, push
-from n8n_lockkit.workspace import envconfig, plan
 from n8n_lockkit.workspace.layout import Workspace
 
+# ops.redis_access.URL_VARIABLE, spelled out so that --help need not import redis (a test
+# keeps the two equal).
+URL_VARIABLE = "N8NLOCK_REDIS_URL"
 
-def one_env(workspace: Workspace, env_name: str | None) -> envconfig.EnvFile:
+if TYPE_CHECKING:
+    from n8n_lockkit.workspace.envconfig import EnvFile
+
+
+def one_env(workspace: Workspace, env_name: str | None) -> EnvFile:
+    from n8n_lockkit.workspace import envconfig
+
     return envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
 
 
-def _saver(workspace: Workspace, env: envconfig.EnvFile) -> Callable[[], None]:
+def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
+    from n8n_lockkit.workspace import plan
+
     def save() -> None:
         plan.apply(plan.Plan((env.change(),)), workspace.root)
 
@@ -31,12 +41,13 @@ def _saver(workspace: Workspace, env: envconfig.EnvFile) -> Callable[[], None]:
 
 
 @main.command("push")
-@click.argument("keys", nargs=-1, metavar="[KEY]...")
+@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=completion.workflow_keys)
 @click.option(
     "--env",
     "env_name",
     metavar="NAME",
     help="Env to push to. Optional when the workspace has exactly one.",
+    shell_complete=completion.env_names,
 )
 @click.option(
     "--activate/--no-activate",
@@ -55,6 +66,21 @@ def _saver(workspace: Workspace, env: envconfig.EnvFile) -> Callable[[], None]:
     is_flag=True,
     help="Stop at the first workflow n8n refuses (default: push the others).",
 )
+@click.option(
+    "--redis-url",
+    metavar="URL",
+    envvar=URL_VARIABLE,
+    show_envvar=True,
+    help="Where to check that no caller of the lock format before engine v2 still waits "
+    "(README: Upgrading), instead of the env file's redis: record.",
+)
+@click.option(
+    "--no-drain-check",
+    "skip_drain_check",
+    is_flag=True,
+    help="Push even while callers of the lock format before engine v2 wait (for when their "
+    "executions are gone, e.g. n8n was restarted).",
+)
 @dry_run_option
 @format_option
 @pass_app
@@ -65,6 +91,8 @@ def push_command(
     activate: bool,
     recreate_missing: bool,
     fail_fast: bool,
+    redis_url: str | None,
+    skip_drain_check: bool,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -79,7 +107,9 @@ def push_command(
     Whenever a workflow goes live, the sub-workflows and error workflow it references are
     published first. A workflow n8n refuses does not stop the others (unless --fail-fast);
     those that reference it are skipped. Each failure is shown with n8n's message, and the
-    push then exits 4.
+    push then exits 4. While a caller of the lock format before engine v2 still waits (an
+    upgrade in flight), a push of n8nlock's workflows is refused with exit 6 and nothing is
+    sent; it checks where the env's redis: record (or --redis-url) says Redis is.
 
     \b
     Example:
@@ -88,8 +118,14 @@ def push_command(
         n8nlock push --env dev
         n8nlock push --env dev --activate orders
     """
+    from n8n_lockkit.remote import connection, push
+
     workspace = app.workspace()
     env = one_env(workspace, env_name)
+    if not skip_drain_check:
+        from n8n_lockkit.ops import drain
+
+        drain.check_before_push(workspace, env, keys, redis_url)
     client = connection.client_for(env)
     pusher = push.Pusher(
         workspace,
@@ -116,6 +152,7 @@ def push_command(
     "env_name",
     metavar="NAME",
     help="Env to record the credential in. Optional with exactly one env.",
+    shell_complete=completion.env_names,
 )
 @click.option(
     "--host",
@@ -182,6 +219,8 @@ def redis_credential(
         n8nlock redis-credential --env prod --link 7fQx2AbCdEf --name "Redis prod" \\
             --host redis.prod --password-env REDIS_PASSWORD
     """
+    from n8n_lockkit.remote import connection, credentials
+
     if not link_id and not host:
         raise click.UsageError("--host is required to create a credential (or use --link ID)")
     workspace = app.workspace()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from n8n_lockkit.cli import output
+from n8n_lockkit.cli import completion, output
 from n8n_lockkit.cli.app import (
     AppContext,
     dry_run_option,
@@ -25,6 +25,7 @@ from n8n_lockkit.cli.app import (
     multiple=True,
     metavar="NAME",
     help="Env file to update (repeatable). Default: every env of the workspace.",
+    shell_complete=completion.env_names,
 )
 @force_option
 @click.option(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from n8n_lockkit.cli import output
+from n8n_lockkit.cli import completion, output
 from n8n_lockkit.cli.app import (
     AppContext,
     apply_plan,
@@ -19,10 +19,7 @@ from n8n_lockkit.cli.app import (
     pass_app,
     poll_option,
 )
-from n8n_lockkit.primitives import installer
-from n8n_lockkit.primitives.catalogue import PRIMITIVES, get_primitive
-from n8n_lockkit.primitives.render import RenderOptions
-from n8n_lockkit.workspace import envconfig, scaffold
+from n8n_lockkit.workspace import scaffold
 from n8n_lockkit.workspace.layout import Workspace
 
 
@@ -97,6 +94,10 @@ def create_lock(
     Example:
         n8nlock create-lock --include-error-handler --include-rate-limit --env dev
     """
+    from n8n_lockkit.primitives import installer
+    from n8n_lockkit.primitives.render import RenderOptions
+    from n8n_lockkit.workspace import envconfig
+
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
     primitives = installer.lock_primitives(
@@ -115,7 +116,7 @@ def create_lock(
 
 
 @main.command("copy-primitive")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=completion.primitive_names)
 @click.option("--list", "list_only", is_flag=True, help="List the primitives and exit.")
 @force_option
 @poll_option
@@ -138,6 +139,10 @@ def copy_primitive(
         n8nlock copy-primitive --list
         n8nlock copy-primitive rate_limit_check
     """
+    from n8n_lockkit.primitives import installer
+    from n8n_lockkit.primitives.catalogue import PRIMITIVES, get_primitive
+    from n8n_lockkit.primitives.render import RenderOptions
+
     if list_only or name is None:
         output.show_lines(f"{p.key:<28} {p.summary}" for p in PRIMITIVES.values())
         if name is None and not list_only:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
+from n8n_lockkit.cli import completion
 from n8n_lockkit.cli.app import (
     AppContext,
     F,
@@ -16,9 +17,11 @@ from n8n_lockkit.cli.app import (
     main,
     pass_app,
 )
-from n8n_lockkit.rewrite import plans as rewrite
-from n8n_lockkit.rewrite.wrap import ON_DENIED, LockConfig, RateLimitConfig
-from n8n_lockkit.workspace import envconfig
+
+# rewrite.wrap.ON_DENIED and ALGORITHMS, spelled out so that --help need not import the
+# rewriter (a test keeps them equal).
+ON_DENIED = ("passthrough", "stop", "error", "wait")
+ALGORITHMS = ("sliding", "fixed")
 
 
 def workflow_key_option(f: F) -> F:
@@ -27,6 +30,7 @@ def workflow_key_option(f: F) -> F:
         required=True,
         metavar="KEY",
         help="The workflow to change: workflows/KEY.template.json.",
+        shell_complete=completion.workflow_keys,
     )(f)
 
 
@@ -44,6 +48,16 @@ def scope_option(what: str) -> Callable[[F], F]:
     return decorate
 
 
+def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--max-wait-seconds",
+        type=click.IntRange(1),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
+
+
 @main.command("add-lock-to-workflow")
 @workflow_key_option
 @scope_option("the lock is on; executions with the same scope run one at a time")
@@ -54,13 +68,7 @@ def scope_option(what: str) -> Callable[[F], F]:
     help="How long a lock lives if its holder never releases it. Default: the workflow's "
     "settings.executionTimeout + 60 s, else 3600 s.",
 )
-@click.option(
-    "--max-wait-seconds",
-    type=click.IntRange(1),
-    default=86400,
-    show_default=True,
-    help="How long an execution waits for the lock before it fails.",
-)
+@max_wait_option(86400, "How long an execution waits for the lock before it fails.")
 @click.option("--fail-fast", is_flag=True, help="Fail at once instead of waiting for the lock.")
 @click.option(
     "--lock-on-error",
@@ -126,6 +134,10 @@ def add_lock_to_workflow(
         n8nlock add-lock-to-workflow --workflow-key enrich --scope-expression openai \\
             --max-concurrent 3
     """
+    from n8n_lockkit.rewrite import plans as rewrite
+    from n8n_lockkit.rewrite.wrap import LockConfig
+    from n8n_lockkit.workspace import envconfig
+
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
     config = LockConfig(
@@ -153,10 +165,18 @@ def add_lock_to_workflow(
     "--limit",
     type=click.IntRange(1),
     required=True,
-    help="Executions allowed per scope and window.",
+    help="Units (executions, or --cost-expression each) allowed per scope and window.",
 )
 @click.option(
-    "--window-seconds", type=click.IntRange(1), required=True, help="Length of the fixed window."
+    "--window-seconds", type=click.IntRange(1), required=True, help="Length of the window."
+)
+@click.option(
+    "--algorithm",
+    type=click.Choice(ALGORITHMS),
+    default=None,
+    help="sliding: never more than --limit in any window-long interval; fixed: per "
+    "clock-aligned window (up to twice the limit across a window boundary). Default: what "
+    "the scope's limit has, else sliding.",
 )
 @click.option(
     "--on-denied",
@@ -164,7 +184,16 @@ def add_lock_to_workflow(
     default="passthrough",
     show_default=True,
     help="passthrough: end with {allowed: false, …} as output; stop: end quietly; "
-    "error: fail the execution with the denial message.",
+    "error: fail the execution with the denial message; wait: wait for a place, then run.",
+)
+@max_wait_option(300, "With --on-denied wait: fail the execution when its place would come later.")
+@click.option(
+    "--cost-expression",
+    "cost",
+    default="1",
+    show_default=True,
+    metavar="EXPR",
+    help="Units one execution spends: a number, or an expression (={{ $input.all().length }}).",
 )
 @dry_run_option
 @format_option
@@ -175,26 +204,44 @@ def add_rate_limit(
     scope: str,
     limit: int,
     window_seconds: int,
+    algorithm: str | None,
     on_denied: str,
+    max_wait_seconds: int,
+    cost: str,
     dry_run: bool,
     fmt: str,
 ) -> None:
-    """Gate a workflow with a fixed-window rate limit.
+    """Gate a workflow with a rate limit: a sliding or fixed window, refusing or waiting.
 
-    Inserts Rate Limit after each trigger; calls over the limit take the --on-denied path
-    and the body does not run. With a lock too, the rate limit comes first. Running it
-    again changes nothing; other flags update it in place.
+    Inserts the rate limit after each trigger; calls over the limit take the --on-denied path
+    and the body does not run (with wait, they run once a place is free). With a lock too,
+    the rate limit comes first. Each scope is its own limit: running it with another scope
+    adds a second limit (a call one limit refuses counts in none); with the same scope it
+    updates that limit in place. Running it again changes nothing.
 
     \b
     Example:
         n8nlock add-rate-limit --workflow-key enrich --scope-expression "=api-{{ $json.userId }}" \\
             --limit 10 --window-seconds 60 --on-denied error
+        n8nlock add-rate-limit --workflow-key enrich --scope-expression openai \\
+            --limit 500 --window-seconds 60 --on-denied wait \\
+            --cost-expression "={{ $input.all().length }}"
     """
+    from n8n_lockkit.rewrite import plans as rewrite
+    from n8n_lockkit.rewrite.wrap import RateLimitConfig
+
     workspace = app.workspace()
-    config = RateLimitConfig(scope, limit, window_seconds, on_denied)
+    config = RateLimitConfig(
+        scope,
+        limit,
+        window_seconds,
+        on_denied,
+        cost=cost,
+        max_wait_seconds=max_wait_seconds,
+    )
     apply_plan(
         workspace,
-        rewrite.plan_add_rate_limit(workspace, workflow_key, config),
+        rewrite.plan_add_rate_limit(workspace, workflow_key, config, algorithm=algorithm),
         dry_run=dry_run,
         fmt=fmt,
     )

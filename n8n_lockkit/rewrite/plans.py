@@ -15,13 +15,12 @@ from n8n_lockkit.primitives.catalogue import (
     LOCK_ACQUISITION,
     LOCK_RELEASE,
     LOCK_RENEW,
-    RATE_LIMIT,
 )
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.scope import parse_scope
 from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
-from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, wrap
+from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none
@@ -151,12 +150,52 @@ def plan_add_lock(
     return Plan(changes, tuple(messages))
 
 
-def plan_add_rate_limit(workspace: Workspace, key: str, config: RateLimitConfig) -> Plan:
-    _at_least_one(limit=config.limit, window_seconds=config.window_seconds)
+DEFAULT_ALGORITHM = "sliding"
+
+
+def _check_rate_numbers(config: RateLimitConfig) -> None:
+    _at_least_one(
+        limit=config.limit,
+        window_seconds=config.window_seconds,
+        max_wait_seconds=config.max_wait_seconds,
+    )
+    cost = config.cost.strip()
+    if cost.startswith("="):
+        parse_scope(cost)  # an expression n8n can evaluate; its value is checked at run time
+        return
+    if not cost.isdigit() or int(cost) < 1:
+        raise LockkitError(
+            f"--cost-expression {config.cost!r} is neither a whole number >= 1 nor an expression",
+            hint="pass a number (3) or an n8n expression (={{ $input.all().length }})",
+        )
+    if int(cost) > config.limit:
+        raise LockkitError(
+            f"--cost-expression {cost} is more than --limit {config.limit}: such a call could "
+            "never pass",
+            hint="lower the cost or raise the limit",
+        )
+
+
+def plan_add_rate_limit(
+    workspace: Workspace, key: str, config: RateLimitConfig, *, algorithm: str | None = None
+) -> Plan:
+    """The workflow with `config`'s limit added, or its limit of the same scope replaced in
+    place: each scope is one limit, and all of them are checked by one chain, before any lock.
+
+    `algorithm` None keeps the algorithm of that scope's limit (so a workflow wrapped before
+    the sliding window existed stays fixed), and is DEFAULT_ALGORITHM for a new scope."""
+    _check_rate_numbers(config)
     parse_scope(config.scope)
-    _require(workspace, [], [RATE_LIMIT.key], "n8nlock create-lock --include-rate-limit")
     path, text, workflow = load_workflow(workspace, key)
-    lock, _ = read_configs(workflow)
+    lock, rate = read_configs(workflow)
+    limits = list(rate_limits(rate))
+    same = next((i for i, r in enumerate(limits) if r.scope == config.scope), None)
+    kept = limits[same].algorithm if same is not None else DEFAULT_ALGORITHM
+    config = replace(config, algorithm=algorithm or kept)
+    if same is None:
+        limits.append(config)
+    else:
+        limits[same] = config
     body = unwrap(workflow)
-    wrapped = wrap(body, key, lock, config)
+    wrapped = wrap(body, key, lock, tuple(limits))
     return Plan((FileChange(path, text, dump_workflow(wrapped)),), tuple(_unknown_entries(body)))

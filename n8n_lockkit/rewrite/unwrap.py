@@ -15,9 +15,11 @@ from n8n_lockkit.rewrite.wrap import (
     BEFORE_NO_SETTINGS,
     CONFIG_MARK,
     HANDLER_ID,
+    INLINE_RATE_SHIFT,
     RATE_SHIFT,
     LockConfig,
     RateLimitConfig,
+    Rates,
     WrapError,
 )
 from n8n_lockkit.rewrite.wrap_nodes import role_of
@@ -75,8 +77,9 @@ def _restore_settings(result: Workflow, before: list[str]) -> None:
         result.pop("settings", None)
 
 
-def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
-    """The lock and rate limit a wrapped workflow carries, as the nodes say."""
+def read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
+    """The lock and rate limit(s) a wrapped workflow carries, as the nodes say: one rate
+    limit as a RateLimitConfig, several (composed) as a tuple of them."""
     try:
         return _read_configs(workflow)
     except (KeyError, TypeError, ValueError) as err:
@@ -87,15 +90,54 @@ def read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig
         ) from err
 
 
-def _inline_values(workflow: Workflow) -> dict[str, Any] | None:
+def _inline_values(workflow: Workflow, role: str = "lock-context") -> Any:
     for node in graph.nodes(workflow):
-        if role_of(node) == "lock-context":
-            values: dict[str, Any] = json.loads(str(node["notes"]).split(CONFIG_MARK, 1)[1])
-            return values
+        if role_of(node) == role:
+            return json.loads(str(node["notes"]).split(CONFIG_MARK, 1)[1])
     return None
 
 
-def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfig | None]:
+def _read_rates(workflow: Workflow) -> Rates:
+    inline = _inline_values(workflow, "rate-context")
+    if inline is not None:
+        rates = tuple(
+            RateLimitConfig(
+                scope=str(r["scope"]),
+                limit=int(r["limit"]),
+                window_seconds=int(r["window_seconds"]),
+                on_denied=str(r["on_denied"]),
+                algorithm=str(r["algorithm"]),
+                cost=str(r["cost"]),
+                max_wait_seconds=int(r["max_wait_seconds"]),
+            )
+            for r in inline
+        )
+        return rates[0] if len(rates) == 1 else rates
+    values = _values(workflow, "rate-limit")
+    if values is None:
+        return None
+    # The form before the inline rate limit: a call of rate_limit_check, a fixed window.
+    denied = next(
+        (r for n in graph.nodes(workflow) if (r := role_of(n) or "").startswith("rate-denied-")),
+        "rate-denied-passthrough",
+    )
+    return RateLimitConfig(
+        str(values["scope"]),
+        int(values["limit"]),
+        int(values["windowSeconds"]),
+        denied.removeprefix("rate-denied-"),
+        algorithm="fixed",
+    )
+
+
+def _rate_shift(workflow: Workflow) -> int:
+    roles = {role_of(n) for n in graph.nodes(workflow)}
+    if "rate-limit" in roles:
+        return RATE_SHIFT
+    return INLINE_RATE_SHIFT if "rate-context" in roles else 0
+
+
+def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
     lock = rate = None
     values = _values(workflow, "lock-acquire")
     inline = _inline_values(workflow)
@@ -127,22 +169,7 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, RateLimitConfi
                 lock_on_error=lock_on_error,
                 renew_before=renew_before,
             )
-    values = _values(workflow, "rate-limit")
-    if values is not None:
-        denied = next(
-            (
-                r
-                for n in graph.nodes(workflow)
-                if (r := role_of(n) or "").startswith("rate-denied-")
-            ),
-            "rate-denied-passthrough",
-        )
-        rate = RateLimitConfig(
-            str(values["scope"]),
-            int(values["limit"]),
-            int(values["windowSeconds"]),
-            denied.removeprefix("rate-denied-"),
-        )
+    rate = _read_rates(workflow)
     return lock, rate
 
 
@@ -152,7 +179,8 @@ def unwrap(workflow: Workflow) -> Workflow:
     roles = {str(n["name"]): r for n in graph.nodes(result) if (r := role_of(n))}
     if not roles:
         return result
-    lock, rate = read_configs(result)
+    lock, _ = read_configs(result)
+    rate_shift = _rate_shift(result)
     graph.normalise(result)
     connections = result["connections"]
     for trigger in graph.triggers(result):
@@ -181,6 +209,6 @@ def unwrap(workflow: Workflow) -> Workflow:
                 else outputs
             )
     graph.normalise(result)
-    graph.shift_body(result, -((RATE_SHIFT if rate else 0) + (lock.shift if lock else 0)))
+    graph.shift_body(result, -(rate_shift + (lock.shift if lock else 0)))
     _restore_settings(result, _before_wrap(workflow))
     return result

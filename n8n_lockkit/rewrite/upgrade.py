@@ -34,7 +34,7 @@ from n8n_lockkit.primitives.catalogue import (
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
 from n8n_lockkit.rewrite.scope import parse_scope
 from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
-from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, WrapError, wrap
+from n8n_lockkit.rewrite.wrap import LockConfig, WrapError, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 from n8n_lockkit.workspace.plan import Action, FileChange, Plan
@@ -114,7 +114,9 @@ def _primitive(
     return change, item, warning
 
 
-def _needed(lock: LockConfig | None, rate: RateLimitConfig | None) -> list[Primitive]:
+def _needed(lock: LockConfig | None) -> list[Primitive]:
+    """The primitives a wrapped workflow calls. A rate limit runs in the workflow itself
+    since the sliding window came, so it calls none."""
     needed: list[Primitive] = []
     if lock is not None:
         if lock.via_subworkflow:
@@ -123,8 +125,6 @@ def _needed(lock: LockConfig | None, rate: RateLimitConfig | None) -> list[Primi
             needed.append(ERROR_HANDLER)
         if lock.renew_before:
             needed.append(LOCK_RENEW)
-    if rate is not None:
-        needed.append(RATE_LIMIT)
     return needed
 
 
@@ -153,7 +153,7 @@ def _wrapped(
     note = "lock moved into the workflow" if inline and _calls_primitives(workflow) else ""
     item = UpgradeItem(key, "wrapped", found, change.action.value, note)
     static = parse_scope(lock.scope).static if lock is not None else None
-    return _Wrapped(change, item, _needed(lock, rate), static)
+    return _Wrapped(change, item, _needed(lock), static)
 
 
 def _calls_primitives(workflow: dict[str, Any]) -> bool:
@@ -197,9 +197,9 @@ def _wrapped_workflows(workspace: Workspace, texts: dict[str, str], *, inline: b
 def _register(envs: Sequence[EnvFile], present: list[Primitive], collected: _Collected) -> None:
     for env in envs:
         for primitive in present:
-            # copy-primitive leaves rate_limit_check unregistered; a workflow that calls it
-            # needs it registered for push.
-            if primitive is not RATE_LIMIT or RATE_LIMIT.key in collected.needed:
+            # rate_limit_check serves direct callers only (a wrapped workflow's rate limit
+            # runs inline), and copy-primitive leaves it unregistered: upgrade does too.
+            if primitive is not RATE_LIMIT:
                 env.register_workflow(primitive.key, primitive.display_name)
         if ERROR_HANDLER in present:
             env.ensure_lock_scopes()

@@ -27,19 +27,18 @@ when the body has one end, a Code node that picks the end that ran when it has s
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.primitives import engine
+from n8n_lockkit.primitives import engine, rate
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
 from n8n_lockkit.rewrite.wrap_nodes import (
-    DENIAL,
     acquired,
     call,
-    code,
     if_parameters,
     js_literal,
     output_code,
@@ -67,7 +66,9 @@ BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
 LOCK_SHIFT = 440  # the sub-workflow form: Lock Acquire, Lock Restore Items
 INLINE_LOCK_SHIFT = 220  # the inline form: Lock Restore (its acquire chain sits above)
 INLINE_BAND = 7 * engine.ROW  # the height of one inline acquire chain, with a gap
-RATE_SHIFT = 660
+RATE_SHIFT = 660  # the form before the inline rate limit: Rate Limit (a sub-workflow call) …
+INLINE_RATE_SHIFT = 220  # the inline form: Rate Limit Restore (its chain sits above)
+RATE_BAND = 5 * engine.ROW  # the height of one rate-limit chain (wait and two refusal modes)
 STEP = 220
 NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on the canvas
 NODE_HEIGHT = 100
@@ -77,7 +78,8 @@ LOST = (
     "Lock lost before {target}: {{{{ $json.reason }}}} (scope '{{{{ $json.scope }}}}'); "
     "the node did not run"
 )
-ON_DENIED = ("passthrough", "stop", "error")
+ON_DENIED = rate.ON_DENIED
+ALGORITHMS = ("sliding", "fixed")
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,13 @@ class RateLimitConfig:
     limit: int
     window_seconds: int
     on_denied: str = "passthrough"
+    algorithm: str = "sliding"  # a workflow wrapped before sliding existed reads back as fixed
+    cost: str = "1"  # units one execution spends: a number or an n8n expression
+    max_wait_seconds: int = 300  # on_denied wait: how long a call may wait for its place
+
+
+# One rate limit, or several composed (each its own scope), as read_configs gives them back.
+Rates = RateLimitConfig | tuple[RateLimitConfig, ...] | None
 
 
 class WrapError(LockkitError):
@@ -164,80 +173,45 @@ class _Builder:
         main[output].append(link(target, index))
 
 
-def _rate_limit(b: _Builder, entry: Entry, config: RateLimitConfig) -> str:
+def _rate_limit(b: _Builder, entry: Entry, rates: tuple[RateLimitConfig, ...], top: int) -> str:
+    """The rate-limit chain of `primitives/rate.py`, above the workflow from row `top`, and
+    Rate Limit Restore: a Merge that waits for the verdict and hands on the entry's items
+    (binary data included), as Lock Restore does for the lock."""
     x, y = b.position(entry.node)
-    t = _label(b.workflow, entry)
-    rate = b.add(
-        owned(
-            b.key,
-            "rate-limit",
-            b.name("Rate Limit", t),
-            "n8n-nodes-base.executeWorkflow",
-            1.2,
-            [x + STEP, y],
-            call(
-                "rate_limit_check",
-                {
-                    "scope": config.scope,
-                    "limit": config.limit,
-                    "windowSeconds": config.window_seconds,
-                },
-            ),
-        )
-    )
-    allowed = b.add(
-        owned(
-            b.key,
-            "rate-allowed",
-            b.name("Rate Limit Allowed?", t),
-            "n8n-nodes-base.if",
-            2.2,
-            [x + 2 * STEP, y],
-            if_parameters(b.key, "$json.allowed === true"),
-        )
-    )
+    label = _label(b.workflow, entry)
+    names = engine.Names("" if b.single_entry else label)
+    configs = [dataclasses.asdict(r) for r in rates]
+    note = CONFIG_MARK + json.dumps(configs, sort_keys=True)
+    inputs = [rate.RateInputs(**c) for c in configs]
+    group = rate.check(b.key, inputs, (x + STEP, top), names, config_note=note)
+    for node in group.nodes:
+        b.add(node, placed=True)
+    b.workflow["connections"].update(group.connections)
     restore = b.add(
         owned(
             b.key,
             "rate-restore",
-            b.name("Rate Limit Restore Items", t),
-            "n8n-nodes-base.code",
-            2,
-            [x + 3 * STEP, y],
-            restore_items(entry.node, entry.output),
+            b.name("Rate Limit Restore", label),
+            "n8n-nodes-base.merge",
+            3,
+            [x + STEP, y],
+            dict(INPUT_1_ONCE_ALL_ARRIVED),
         )
     )
-    denied = b.add(_denied_node(b, t, [x + 3 * STEP, y + 200], config.on_denied))
-    b.connect(entry.node, entry.output, rate)
-    b.connect(rate, 0, allowed)
-    b.connect(allowed, 0, restore)
-    b.connect(allowed, 1, denied)
+    b.connect(entry.node, entry.output, group.entry)
+    b.connect(entry.node, entry.output, restore, 0)
+    for source, output in group.exits["allowed"]:
+        b.connect(source, output, restore, 1)
     return restore
 
 
-def _denied_node(b: _Builder, trigger: str, position: list[int], on_denied: str) -> Node:
-    name = b.name("Rate Limit Denied", trigger)
-    if on_denied == "error":
-        return owned(
-            b.key,
-            "rate-denied-error",
-            name,
-            "n8n-nodes-base.stopAndError",
-            1,
-            position,
-            {"errorType": "errorMessage", "errorMessage": f"={DENIAL}"},
-        )
-    if on_denied == "stop":
-        return owned(b.key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
-    message = DENIAL.replace("{{ $json.", "${r.").replace(" }}", "}")
-    source = (
-        "// n8nlock: answer a denied call instead of running the workflow\n"
-        "const r = $input.first().json;\n"
-        f"return [{{ json: {{ ...r, allowed: false, message: `{message}` }} }}];"
-    )
-    return owned(
-        b.key, "rate-denied-passthrough", name, "n8n-nodes-base.code", 2, position, code(source)
-    )
+def rate_limits(rate: Rates) -> tuple[RateLimitConfig, ...]:
+    """The rate limits `rate` stands for: none, one, or several (composed)."""
+    if rate is None:
+        return ()
+    if isinstance(rate, RateLimitConfig):
+        return (rate,)
+    return tuple(rate)
 
 
 def _acquire(
@@ -649,9 +623,7 @@ def check_shape(workflow: Workflow) -> None:
             )
 
 
-def wrap(
-    body: Workflow, key: str, lock: LockConfig | None, rate: RateLimitConfig | None
-) -> Workflow:
+def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Workflow:
     """The body with the rate limit and lock nodes around it (a new dict).
 
     Every connected output of every trigger gets its own chain (a webhook with several HTTP
@@ -659,12 +631,13 @@ def wrap(
     """
     workflow = copy.deepcopy(body)
     graph.normalise(workflow)
-    if lock is None and rate is None:
+    rates = rate_limits(rate)
+    if lock is None and not rates:
         return workflow
     check_shape(workflow)
     entries = _entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
-    graph.shift_body(workflow, (RATE_SHIFT if rate else 0) + (lock.shift if lock else 0))
+    graph.shift_body(workflow, (INLINE_RATE_SHIFT if rates else 0) + (lock.shift if lock else 0))
     b = _Builder(key, workflow, len(entries) == 1, 0)
     b.join_y = b.position(entries[0].node)[1]
     # Inline acquire chains sit above everything, one band per entry.
@@ -674,7 +647,13 @@ def wrap(
         main = workflow["connections"][entry.node]["main"]
         body_links = main[entry.output]
         main[entry.output] = []
-        last = (_rate_limit(b, entry, rate), 0) if rate else (entry.node, entry.output)
+        if rates:
+            # Rate-limit chains sit above the inline lock's bands, one band per entry.
+            below = INLINE_BAND * len(entries) if lock and not lock.via_subworkflow else 0
+            band = top - below - RATE_BAND * (len(entries) - index)
+            last = (_rate_limit(b, entry, rates, band), 0)
+        else:
+            last = (entry.node, entry.output)
         if lock:
             if lock.via_subworkflow:
                 acquire, restore = _acquire(b, last, entry, lock)

@@ -14,10 +14,6 @@ from n8n_lockkit.primitives.formats import MARK
 from n8n_lockkit.rewrite.graph import Node
 
 __all__ = ["MARK", "if_parameters", "js_literal"]
-DENIAL = (
-    "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
-    "window, limit {{ $json.limit }}"
-)
 
 
 def role_of(node: Node) -> str | None:

@@ -201,7 +201,8 @@ def test_rate_limit_then_lock_keep_the_documented_order(locked: Path, invoke: In
     )
     assert result.exit_code == 0, explain(result)
     data = workflow(locked, "code_heavy")
-    assert data["connections"]["Webhook"]["main"][0][0]["node"] == "Rate Limit"  # type: ignore[index]
+    first = [x["node"] for x in data["connections"]["Webhook"]["main"][0]]  # type: ignore[index]
+    assert first == ["Rate Limit Context", "Rate Limit Restore"]
     assert invoke("validate", cwd=locked).exit_code == 0
     before = snapshot(locked)
     assert (
@@ -213,12 +214,16 @@ def test_rate_limit_then_lock_keep_the_documented_order(locked: Path, invoke: In
     assert snapshot(locked) == before
 
 
-def test_rate_limit_without_its_primitive_says_how(workspace: Path, invoke: Invoke) -> None:
-    invoke("create-lock", cwd=workspace)
+def test_a_rate_limit_runs_in_the_workflow_and_needs_no_primitive(
+    workspace: Path, invoke: Invoke
+) -> None:
     shutil.copy(CORPUS / "code_heavy.template.json", workspace / "workflows")
     result = add_rate_limit(invoke, workspace, "code_heavy", "x")
-    assert result.exit_code == 3, explain(result)
-    assert "create-lock --include-rate-limit" in result.stderr
+    assert result.exit_code == 0, explain(result)
+    assert (
+        "rate_limit_check" not in (workspace / "workflows" / "code_heavy.template.json").read_text()
+    )
+    assert invoke("validate", cwd=workspace).exit_code == 0
 
 
 def test_an_unknown_community_trigger_is_locked_with_a_warning_naming_it(

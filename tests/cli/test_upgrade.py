@@ -13,11 +13,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import redis
 
 from n8n_lockkit.primitives import formats
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.rewrite.unwrap import read_configs
-from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig
+from n8n_lockkit.rewrite.wrap import LockConfig, Rates
 from tests.conftest import Invoke, explain, snapshot
 
 FORMAT1 = Path(__file__).parents[1] / "fixtures" / "upgrade" / "format1"
@@ -38,7 +39,7 @@ def load(root: Path, key: str) -> dict[str, object]:
     return workflow
 
 
-def configs(root: Path) -> dict[str, tuple[LockConfig | None, RateLimitConfig | None]]:
+def configs(root: Path) -> dict[str, tuple[LockConfig | None, Rates]]:
     return {key: read_configs(load(root, key)) for key in WRAPPED}
 
 
@@ -208,11 +209,36 @@ def test_a_workspace_of_engine_v2_before_the_stamps_upgrades_in_place(
         "lock_release": (2, "update"),
         "order_update": (2, "update"),
         "code_heavy": (2, "update"),
-        # code_heavy's lock has --lock-on-error and a rate limit: what it calls is added.
+        # code_heavy's lock has --lock-on-error: the handler it names is added. Its rate
+        # limit now runs in the workflow, so rate_limit_check is not.
         "error_handler_lock_cleanup": (None, "create"),
-        "rate_limit_check": (None, "create"),
     }
     assert invoke("upgrade", cwd=root).exit_code == 0
     after = {key: read_configs(load(root, key)) for key in ("order_update", "code_heavy")}
     assert after == before
     assert after["code_heavy"][0] is not None and after["code_heavy"][0].via_subworkflow
+
+
+def test_push_refuses_with_exit_6_while_format_1_callers_wait(
+    old_workspace: Path,
+    invoke: Invoke,
+    redis_client: redis.Redis,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("N8N_API_KEY", "key")
+    assert invoke("upgrade", cwd=old_workspace).exit_code == 0
+    redis_client.set("n8nlock:arrived:order-7", 2)
+    redis_client.set("n8nlock:left:order-7", 1)
+    before = snapshot(old_workspace)
+    result = invoke("push", "--redis-url", redis_url, cwd=old_workspace)
+    assert result.exit_code == 6, explain(result)
+    assert "Error: callers of the lock format before engine v2 still wait on order-7 (1)" in (
+        result.stderr
+    )
+    assert "Hint:" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(old_workspace) == before
+    # Skipping the check goes on to what push checks next (here: the credential's id).
+    result = invoke("push", "--redis-url", redis_url, "--no-drain-check", cwd=old_workspace)
+    assert result.exit_code == 3, explain(result)
+    assert "still wait" not in result.stderr and "credentials.redis.id" in result.stderr

@@ -1,11 +1,28 @@
-"""rate_limit_check in a real n8n with a real Redis (R01–R07 of lock-design.md §2.7)."""
+"""Rate limits in a real n8n with a real Redis.
+
+- rate_limit_check, the primitive for direct callers (R01–R07 of lock-design.md §2.7);
+- workflows wrapped by `add-rate-limit` (the inline chain): the sliding window against an
+  adversarial burst at a window boundary, the throttle (`--on-denied wait`), a cost per
+  execution, two composed limits, and bad input at run time.
+
+Every allowed call's body records its start (`Date.now()` in the body's first node) in a Redis
+list that does not depend on the rate limit; the worst count of starts in any W-long interval
+is read from there.
+"""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from tests.e2e.lockbed import LockBed
+import pytest
+import requests
+
+from tests.e2e.lockbed import Call, LockBed, run_cli, wait_until
+from tests.e2e.test_lock_engine import engine_workflow
 
 
 def start_of_window(window: int, need: float) -> None:
@@ -58,3 +75,214 @@ def test_invalid_window_is_refused(lockbed: LockBed, unique_name: str) -> None:
     call = lockbed.rate(unique_name, 5, 0)
     assert call.status >= 400 or "windowSeconds must be a number >= 1" in str(call.body)
     assert list(lockbed.redis.scan_iter(f"n8n-ratelimit-{unique_name}-*")) == []
+
+
+# --- workflows wrapped by add-rate-limit ---------------------------------------------------
+
+
+def install(bed: LockBed, *limits: tuple[str, ...]) -> str:
+    """A workflow whose body marks its start, wrapped by one add-rate-limit per `limits`."""
+    key = f"rate_{uuid.uuid4().hex[:8]}"
+    path = bed.root / "workflows" / f"{key}.template.json"
+    path.write_text(json.dumps(engine_workflow(key), indent=2))
+    for flags in limits:
+        run_cli(bed.root, "add-rate-limit", "--workflow-key", key, *flags)
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+def by_scope(limit: int, window: int, *flags: str) -> tuple[str, ...]:
+    return (
+        "--scope-expression",
+        "={{ $json.body.scope }}",
+        "--limit",
+        str(limit),
+        "--window-seconds",
+        str(window),
+        *flags,
+    )
+
+
+def starts(bed: LockBed, scope: str) -> list[int]:
+    """When each allowed call's body started, in ms, in order."""
+    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
+    return sorted(e["t"] for e in events if e["event"] == "start")
+
+
+def worst_count(times: list[int], window_ms: int) -> int:
+    """The most starts in any interval [t, t + window) over the starts."""
+    return max((sum(1 for u in times if t <= u < t + window_ms) for t in times), default=0)
+
+
+def burst(bed: LockBed, key: str, scope: str, count: int, **body: Any) -> list[Call]:
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(lambda i: bed.webhook(key, {"scope": scope, "who": i, **body}),
+                             range(count)))  # fmt: skip
+
+
+def sleep_until(epoch: float) -> None:
+    time.sleep(max(0.0, epoch - time.time()))
+
+
+def boundary_bursts(bed: LockBed, key: str, scope: str, window: int) -> list[int]:
+    """The adversary of a fixed window: a full burst just before a window boundary, then
+    another just after it, then more half a window, a window and two windows later."""
+    boundary = (time.time() // window + 2) * window
+    for offset in (-0.8, 0.1, window / 2, window + 0.1, 2 * window + 0.1):
+        sleep_until(boundary + offset)
+        burst(bed, key, scope, 8)
+    return starts(bed, scope)
+
+
+@pytest.fixture(scope="module")
+def sliding(lockbed: LockBed) -> str:
+    return install(lockbed, by_scope(5, 4, "--algorithm", "sliding"))
+
+
+@pytest.fixture(scope="module")
+def fixed(lockbed: LockBed) -> str:
+    return install(lockbed, by_scope(5, 4, "--algorithm", "fixed"))
+
+
+def test_a_sliding_window_lets_at_most_the_limit_through_any_window_at_a_boundary_burst(
+    lockbed: LockBed, sliding: str, unique_name: str
+) -> None:
+    times = boundary_bursts(lockbed, sliding, unique_name, 4)
+    relative = " ".join(str(t - times[0]) for t in times)
+    assert worst_count(times, 4000) <= 5.5, relative
+    # The first burst and a later one (once the window has let go of the first) each let
+    # calls through: the window refuses what it must, not everything.
+    assert times and times[-1] - times[0] >= 4000, f"too few calls let through: {relative}"
+
+
+def test_a_fixed_window_lets_twice_the_limit_through_across_a_boundary(
+    lockbed: LockBed, fixed: str, unique_name: str
+) -> None:
+    times = boundary_bursts(lockbed, fixed, unique_name, 4)
+    assert worst_count(times, 4000) > 5.5, times  # why sliding is the default
+
+
+def test_the_throttle_runs_every_call_at_the_allowed_rate(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    key = install(lockbed, by_scope(5, 2, "--on-denied", "wait", "--max-wait-seconds", "60"))
+    began = time.monotonic()
+    calls = burst(lockbed, key, unique_name, 20)
+    took = time.monotonic() - began
+    assert [c.status for c in calls] == [200] * 20, [c.body for c in calls if c.status != 200]
+    assert sorted(c.body["who"] for c in calls) == list(range(20))
+    times = starts(lockbed, unique_name)
+    assert len(times) == 20
+    relative = " ".join(str(t - times[0]) for t in times)
+    assert took >= 6, relative
+    assert worst_count(times, 2000) <= 5, relative
+
+
+def test_the_throttle_lets_waiters_in_roughly_in_the_order_they_came(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    key = install(lockbed, by_scope(2, 2, "--on-denied", "wait", "--max-wait-seconds", "60"))
+
+    def arrive(who: int) -> Call:
+        time.sleep(0.25 * who)
+        return lockbed.webhook(key, {"scope": unique_name, "who": who})
+
+    with ThreadPoolExecutor(8) as pool:
+        calls = list(pool.map(arrive, range(8)))
+    assert [c.status for c in calls] == [200] * 8, [c.body for c in calls]
+    events = [json.loads(e) for e in lockbed.redis.lrange(f"engine-sink-{unique_name}", 0, -1)]
+    order = [e["who"] for e in sorted(events, key=lambda e: e["t"]) if e["event"] == "start"]
+    inverted = sum(1 for i, a in enumerate(order) for b in order[i + 1 :] if a > b)
+    # Waiters that go at the same moment may swap, and one that raced and lost goes later.
+    assert inverted <= 6, order
+    assert set(order[:2]) == {0, 1}, order
+
+
+def test_the_throttle_fails_past_its_max_wait_naming_scope_limit_and_wait(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    key = install(lockbed, by_scope(1, 30, "--on-denied", "wait", "--max-wait-seconds", "5"))
+    first, second = (lockbed.webhook(key, {"scope": unique_name, "who": i}) for i in range(2))
+    assert first.status == 200
+    assert second.status >= 400, second.body
+    message = execution_error(lockbed, key)
+    assert message.startswith(
+        f"Rate limit for scope '{unique_name}' (limit 1 per 30 s): waited "
+    ), message
+    assert "past the max wait of 5 s" in message
+    assert len(starts(lockbed, unique_name)) == 1
+
+
+def execution_error(bed: LockBed, key: str) -> str:
+    """The error message of the workflow's newest failed execution (n8n may store it a moment
+    after the webhook answered)."""
+    query = {"workflowId": bed.workflow_id(key), "status": "error", "includeData": "true"}
+    found: list[dict[str, Any]] = []
+
+    def stored() -> bool:
+        url = f"{bed.n8n.base_url}/api/v1/executions"
+        headers = {"X-N8N-API-KEY": bed.n8n.api_key}
+        found[:] = requests.get(url, params=query, headers=headers, timeout=30).json()["data"]
+        return bool(found)
+
+    wait_until(stored, 10, "a failed execution is stored")
+    newest = max(found, key=lambda e: int(e["id"]))
+    return str(newest["data"]["resultData"]["error"]["message"])
+
+
+def test_a_cost_of_three_against_a_limit_of_five_lets_one_of_two_through(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    key = install(lockbed, by_scope(5, 60, "--cost-expression", "={{ $json.body.cost }}"))
+    calls = burst(lockbed, key, unique_name, 2, cost=3)
+    assert sorted(c.body.get("allowed", True) for c in calls) == [False, True], calls
+    assert len(starts(lockbed, unique_name)) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"cost": "three"}, "cost must be a number >= 1"),
+        ({"cost": 6}, "costs 6, more than the limit of 5"),
+        ({"cost": 1, "scope": ""}, "the scope is empty"),
+    ],
+)
+def test_bad_input_at_run_time_fails_clearly_and_counts_nothing(
+    lockbed: LockBed, unique_name: str, body: dict[str, Any], message: str
+) -> None:
+    key = install(lockbed, by_scope(5, 60, "--cost-expression", "={{ $json.body.cost }}"))
+    call = lockbed.webhook(key, {"scope": unique_name, "who": 0, **body})
+    assert call.status >= 400, call.body
+    assert message in execution_error(lockbed, key)
+    assert list(lockbed.redis.scan_iter(f"n8n-ratelimit-{unique_name}*")) == []
+    assert starts(lockbed, unique_name) == []
+
+
+def test_two_composed_limits_each_refuse_without_spending_the_other(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    per_user = (
+        "--scope-expression",
+        "={{ 'u-' + $json.body.scope + '-' + $json.body.user }}",
+        "--limit",
+        "2",
+        "--window-seconds",
+        "60",
+    )
+    overall = ("--scope-expression", "={{ 'g-' + $json.body.scope }}", "--limit", "3",
+               "--window-seconds", "60")  # fmt: skip
+    key = install(lockbed, per_user, overall)
+    users = ["a", "a", "a", "b", "b"]
+    bodies = [
+        lockbed.webhook(key, {"scope": unique_name, "who": i, "user": u}).body
+        for i, u in enumerate(users)
+    ]
+    # a's third call is refused by its own limit and spends nothing of the overall one, so b
+    # gets the overall limit's last unit; b's second call is refused by the overall limit.
+    assert [b.get("allowed", True) for b in bodies] == [True, True, False, True, False], bodies
+    assert bodies[2]["scope"] == f"u-{unique_name}-a"
+    assert bodies[4]["scope"] == f"g-{unique_name}"
+    overall_keys = lockbed.redis.scan_iter(f"n8n-ratelimit-g-{unique_name}:*")
+    assert sum(int(lockbed.redis.get(k) or 0) for k in overall_keys) == 3
+    assert len(starts(lockbed, unique_name)) == 3

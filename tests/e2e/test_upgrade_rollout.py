@@ -6,7 +6,8 @@ real n8n. An old-form execution takes a scope and holds it; meanwhile the worksp
 upgraded (`n8nlock upgrade --inline`) and pushed, and new-form executions arrive on the same
 scope. The new form waits for the old holder (it reads the old counter), the old holder
 releases through the pushed new lock_release (which knows the old record), and no two
-executions ever hold the scope at the same moment.
+executions ever hold the scope at the same moment. An old-form caller still waiting in line
+makes the push refuse (exit code 6) until it is served.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 import requests
+from click.testing import CliRunner
 
+from n8n_lockkit.cli import main
 from n8n_lockkit.primitives import formats
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
@@ -36,8 +40,14 @@ CALLER = "rollout_caller"
 PATH = "rollout-caller"  # the caller's webhook path, as format 1 wrapped it
 
 
+@dataclass
+class Legacy:
+    root: Path
+    path: str  # the caller's webhook path in this test (one per test: n8n keeps them live)
+
+
 @pytest.fixture
-def old_workspace(n8n: N8nInstance, tmp_path: Path) -> Iterator[Path]:
+def legacy(n8n: N8nInstance, tmp_path: Path) -> Iterator[Legacy]:
     """Format-1 primitives and caller, pushed and published under names no other test uses."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(API_KEY_VARIABLE, n8n.api_key)
@@ -45,22 +55,23 @@ def old_workspace(n8n: N8nInstance, tmp_path: Path) -> Iterator[Path]:
         for key in ("lock_acquisition", "lock_release"):
             name = f"{key}.template.json"
             shutil.copy(FIXTURES / "format1" / "workflows" / name, root / "workflows" / name)
-        shutil.copy(
-            FIXTURES / "format1_caller.template.json",
-            root / "workflows" / f"{CALLER}.template.json",
+        suffix = uuid.uuid4().hex[:6]
+        path = f"{PATH}-{suffix}"
+        caller = (FIXTURES / "format1_caller.template.json").read_text()
+        (root / "workflows" / f"{CALLER}.template.json").write_text(
+            caller.replace(f'"path": "{PATH}"', f'"path": "{path}"')
         )
         env = load_env(Workspace(root), "e2e")
-        suffix = uuid.uuid4().hex[:6]
         for key in ("lock_acquisition", "lock_release", CALLER):
             env.register_workflow(key, f"rollout {key} {suffix}")
         env.document.path.write_text(env.document.dumps())
         run_cli(root, "push", "--env", "e2e", "--activate")
-        yield root
+        yield Legacy(root, path)
 
 
-def _call(n8n: N8nInstance, scope: str, who: str, hold_ms: int) -> tuple[int, Any]:
+def _call(n8n: N8nInstance, path: str, scope: str, who: str, hold_ms: int) -> tuple[int, Any]:
     response = requests.post(
-        f"{n8n.base_url}/webhook/{PATH}",
+        f"{n8n.base_url}/webhook/{path}",
         json={"scope": scope, "who": who, "hold_ms": hold_ms},
         timeout=180,
     )
@@ -78,23 +89,23 @@ def _intervals(client: redis.Redis, scope: str) -> dict[str, tuple[int, int]]:
 
 
 def test_an_old_form_holder_and_new_form_callers_never_hold_one_scope_together(
-    old_workspace: Path, n8n: N8nInstance, redis_url: str
+    legacy: Legacy, n8n: N8nInstance, redis_url: str
 ) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     scope = f"rollout-{uuid.uuid4().hex[:8]}"
     with pytest.MonkeyPatch.context() as patch, ThreadPoolExecutor(max_workers=8) as pool:
         patch.setenv(API_KEY_VARIABLE, n8n.api_key)
-        old = pool.submit(_call, n8n, scope, "old", 6000)
+        old = pool.submit(_call, n8n, legacy.path, scope, "old", 6000)
         wait_until(lambda: "old" in _intervals(client, scope), 30, "the old form holds the scope")
         assert client.get(f"n8n-lock-{scope}") == "1"  # the format-1 counter
 
-        run_cli(old_workspace, "upgrade", "--inline")
-        caller = json.loads((old_workspace / "workflows" / f"{CALLER}.template.json").read_text())
+        run_cli(legacy.root, "upgrade", "--inline")
+        caller = json.loads((legacy.root / "workflows" / f"{CALLER}.template.json").read_text())
         assert formats.workflow_format(caller) == formats.FORMAT
-        run_cli(old_workspace, "push", "--env", "e2e")
+        run_cli(legacy.root, "push", "--env", "e2e")
         pushed_at = time.time() * 1000
 
-        new = [pool.submit(_call, n8n, scope, f"new-{i}", 300) for i in range(6)]
+        new = [pool.submit(_call, n8n, legacy.path, scope, f"new-{i}", 300) for i in range(6)]
         answers = [old.result(), *(f.result() for f in new)]
 
     assert [status for status, _ in answers] == [200] * 7, answers
@@ -107,4 +118,31 @@ def test_an_old_form_holder_and_new_form_callers_never_hold_one_scope_together(
     # The old holder's release ran through the new lock_release, which deleted its keys.
     assert client.get(f"n8n-lock-{scope}") is None
     assert client.get(f"n8n-lock-{scope}:meta") is None
+    client.close()
+
+
+def test_push_refuses_while_an_old_form_caller_waits_and_goes_once_it_is_served(
+    legacy: Legacy, n8n: N8nInstance, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    scope = f"rollout-{uuid.uuid4().hex[:8]}"
+    with pytest.MonkeyPatch.context() as patch, ThreadPoolExecutor(max_workers=2) as pool:
+        patch.setenv(API_KEY_VARIABLE, n8n.api_key)
+        holder = pool.submit(_call, n8n, legacy.path, scope, "old-holder", 4000)
+        wait_until(lambda: "old-holder" in _intervals(client, scope), 30, "the old form holds")
+        waiter = pool.submit(_call, n8n, legacy.path, scope, "old-waiter", 100)
+        wait_until(
+            lambda: client.get(f"n8nlock:arrived:{scope}") == "1", 30, "the old waiter is in line"
+        )
+        run_cli(legacy.root, "upgrade", "--inline")
+        refused = CliRunner().invoke(
+            main, ["--workspace", str(legacy.root), "push", "--env", "e2e"]
+        )
+        assert refused.exit_code == 6, refused.output
+        assert f"still wait on {scope} (1)" in refused.output
+        assert "nothing was sent" in refused.output
+        assert [status for status, _ in (holder.result(), waiter.result())] == [200, 200]
+        run_cli(legacy.root, "push", "--env", "e2e")  # the line has drained
+    spans = sorted(_intervals(client, scope).values())
+    assert spans[0][1] <= spans[1][0], spans
     client.close()

@@ -169,8 +169,8 @@ def test_two_triggers_get_one_acquire_each_and_one_release() -> None:
 
 def test_rate_limit_comes_before_the_lock() -> None:
     wrapped = wrap(load("code_heavy"), "code_heavy", SUB, RATE)
-    assert list(graph.targets(wrapped, "Webhook")) == ["Rate Limit"]
-    assert list(graph.targets(wrapped, "Rate Limit Restore Items")) == ["Lock Acquire"]
+    assert list(graph.targets(wrapped, "Webhook")) == ["Rate Limit Context", "Rate Limit Restore"]
+    assert list(graph.targets(wrapped, "Rate Limit Restore")) == ["Lock Acquire"]
     assert list(graph.targets(wrapped, "Lock Restore Items")) == ["Parse", "Lock Join"]
 
 
@@ -195,7 +195,7 @@ def test_denied_path_per_mode(on_denied: str) -> None:
     wrapped = wrap(load("code_heavy"), "code_heavy", None, config)
     denied = next(n for n in wrapped["nodes"] if n["name"] == "Rate Limit Denied")
     expected = {
-        "passthrough": "n8n-nodes-base.code",
+        "passthrough": "n8n-nodes-base.set",
         "stop": "n8n-nodes-base.noOp",
         "error": "n8n-nodes-base.stopAndError",
     }[on_denied]
@@ -248,8 +248,14 @@ def test_every_method_of_a_multi_method_webhook_gets_its_own_inline_chain() -> N
 
 def test_an_imap_trigger_is_locked_beside_the_manual_one() -> None:
     wrapped = wrap(load("imap_manual_community"), "imap_manual_community", SUB, RATE)
-    assert list(graph.targets(wrapped, "Inbox")) == ["Rate Limit (Inbox)"]
-    assert list(graph.targets(wrapped, "Community Poller")) == ["Rate Limit (Community Poller)"]
+    assert list(graph.targets(wrapped, "Inbox")) == [
+        "Rate Limit Context (Inbox)",
+        "Rate Limit Restore (Inbox)",
+    ]
+    assert list(graph.targets(wrapped, "Community Poller")) == [
+        "Rate Limit Context (Community Poller)",
+        "Rate Limit Restore (Community Poller)",
+    ]
     restore = next(
         n
         for n in wrapped["nodes"]
@@ -405,3 +411,84 @@ def test_a_workflow_in_the_legacy_execution_order_is_refused_for_a_lock_not_a_ra
     with pytest.raises(WrapError, match="legacy execution order \\('v0'\\)"):
         wrap(body, "code_heavy", LOCK, None)
     assert wrap(body, "code_heavy", None, RATE)["settings"]["executionOrder"] == "v0"
+
+
+# --- rate limits -----------------------------------------------------------------------------
+
+BEFORE_INLINE_RATE = GOLDEN / "before_inline_rate_limit" / "merge_branches.json"
+GLOBAL = RateLimitConfig("global", 100, 60, "error", "fixed")
+
+
+def redis_nodes(workflow: dict[str, Any]) -> list[str]:
+    return sorted(n["name"] for n in workflow["nodes"] if n["type"] == "n8n-nodes-base.redis")
+
+
+def test_a_rate_limit_wrapped_before_the_inline_form_reads_back_as_a_fixed_window() -> None:
+    legacy = json.loads(BEFORE_INLINE_RATE.read_text())
+    lock, rate = read_configs(legacy)
+    assert rate == dataclasses.replace(RATE, algorithm="fixed")
+    rewrapped = wrap(unwrap(legacy), "merge_branches", lock, rate)
+    assert read_configs(rewrapped) == (lock, rate)
+    assert unwrap(rewrapped) == unwrap(legacy) == wrap(load("merge_branches"), "x", None, None)
+    assert "rate_limit_check" not in json.dumps(rewrapped)
+
+
+@pytest.mark.parametrize(
+    ("rates", "expected"),
+    [
+        ((dataclasses.replace(RATE, algorithm="fixed"),), ["Rate Limit Count"]),
+        ((RATE,), ["Rate Limit Count", "Rate Limit Read", "Rate Limit Reread"]),
+        ((RATE, GLOBAL), ["Rate Limit Count", "Rate Limit Read", "Rate Limit Reread"]),
+        (
+            (dataclasses.replace(RATE, algorithm="fixed"), GLOBAL),
+            ["Rate Limit Count", "Rate Limit Read"],
+        ),
+    ],
+    ids=["fixed", "sliding", "composed", "composed-fixed"],
+)
+def test_redis_nodes_per_check(rates: tuple[RateLimitConfig, ...], expected: list[str]) -> None:
+    # Each Redis node runs once per look: a fixed window counts, a sliding one reads before and
+    # after counting; composed limits share the nodes (and a fixed pair reads before counting,
+    # so that a call one limit refuses counts in neither).
+    assert redis_nodes(wrap(load("code_heavy"), "code_heavy", None, rates)) == expected
+
+
+def test_composed_limits_read_back_in_order_and_unwrap_exactly() -> None:
+    body = load("two_triggers")
+    wrapped = wrap(body, "two_triggers", LOCK, (RATE, GLOBAL))
+    assert check_workflow(wrapped, display="two_triggers", key="two_triggers") == []
+    assert read_configs(wrapped) == (LOCK, (RATE, GLOBAL))
+    assert unwrap(wrapped) == wrap(body, "two_triggers", None, None)
+    assert wrap(unwrap(wrapped), "two_triggers", *read_configs(wrapped)) == wrapped
+
+
+def test_waiting_sleeps_and_looks_again_and_fails_past_its_max_wait() -> None:
+    config = dataclasses.replace(RATE, on_denied="wait", max_wait_seconds=30)
+    wrapped = wrap(load("code_heavy"), "code_heavy", None, config)
+    assert list(graph.targets(wrapped, "Rate Limit Wait?")) == [
+        "Rate Limit Queue?",
+        "Rate Limit Give Up?",
+    ]
+    assert list(graph.targets(wrapped, "Rate Limit Queue?")) == [
+        "Rate Limit Queue Items",
+        "Rate Limit Sleep",
+    ]
+    assert list(graph.targets(wrapped, "Rate Limit Place")) == ["Rate Limit Wait?"]
+    assert list(graph.targets(wrapped, "Rate Limit Sleep")) == ["Rate Limit Look"]
+    assert list(graph.targets(wrapped, "Rate Limit Give Up?")) == ["Rate Limit Waited Too Long"]
+    assert not any(n["name"] == "Rate Limit Denied" for n in wrapped["nodes"])
+
+
+def test_limits_that_refuse_differently_each_take_their_own_path() -> None:
+    stop = RateLimitConfig("global", 100, 60, "stop")
+    wrapped = wrap(load("code_heavy"), "code_heavy", None, (RATE, stop))
+    assert list(graph.targets(wrapped, "Rate Limit Denied passthrough?")) == [
+        "Rate Limit Denied (passthrough)",
+        "Rate Limit Denied (stop)",
+    ]
+
+
+def test_a_rate_limit_alone_adds_no_code_node() -> None:
+    wrapped = wrap(load("code_heavy"), "code_heavy", None, (RATE, GLOBAL))
+    added = [n for n in wrapped["nodes"] if str(n.get("notes", "")).startswith("n8nlock:")]
+    assert added and not [n["name"] for n in added if n["type"] == "n8n-nodes-base.code"]

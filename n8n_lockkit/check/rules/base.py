@@ -9,7 +9,7 @@ what is not shaped as n8n stores it, leaving the report of the shape to `workflo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,9 @@ class WorkflowContext:
     key: str
     workflow: dict[str, Any]
     env: Mapping[str, Any] | None = None
+    _strings: dict[int, list[tuple[Path, str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def is_primitive(self) -> bool:
@@ -145,6 +148,15 @@ class WorkflowContext:
         for index, node in enumerate(as_list(self.workflow.get("nodes"))):
             if isinstance(node, dict) and (not types or node.get("type") in types):
                 yield index, node
+
+    def parameter_strings(self, index: int, node: Node) -> list[tuple[Path, str]]:
+        """Every string in the parameters of node `index`, with its path; several rules read
+        them, so they are collected once per workflow."""
+        found = self._strings.get(index)
+        if found is None:
+            where = ("nodes", index, "parameters")
+            found = self._strings[index] = list(strings_in(parameters_of(node), where))
+        return found
 
     @property
     def node_names(self) -> set[str]:
@@ -183,12 +195,21 @@ def strings_in(value: Any, where: Path = ()) -> Iterator[tuple[Path, str]]:
     """Every string inside a JSON value, with its path."""
     if isinstance(value, str):
         yield where, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from strings_in(item, (*where, key))
+        return
+    items: Iterable[tuple[str | int, Any]]
+    if isinstance(value, dict):
+        items = value.items()
     elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from strings_in(item, (*where, index))
+        items = enumerate(value)
+    else:
+        return
+    # Leaves are handled here rather than by a call each: most values are leaves, and a
+    # generator per leaf made this the most called function of `validate`.
+    for key, item in items:
+        if isinstance(item, str):
+            yield (*where, key), item
+        elif isinstance(item, (dict, list)):
+            yield from strings_in(item, (*where, key))
 
 
 def code_of(node: Node) -> tuple[str, str]:

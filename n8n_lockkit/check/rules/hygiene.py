@@ -7,6 +7,7 @@ the node's typeVersion, so the rules below read a missing parameter as that defa
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from n8n_lockkit.check.rules.base import (
@@ -37,16 +38,31 @@ _LOCK_CALLS = ("lock_acquisition", "lock_release", "rate_limit_check")
 SPLIT_OUT = "n8n-nodes-base.splitOut"
 
 
-def _fed_by_code(ctx: WorkflowContext, name: str) -> bool:
+@dataclass(frozen=True)
+class _Graph:
+    """Each node's type, and the nodes feeding each node: built once per workflow."""
+
+    types: dict[str, object]
+    feeders: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, ctx: WorkflowContext) -> _Graph:
+        feeders: dict[str, list[str]] = {}
+        for path, target in ctx.targets():
+            if isinstance(node := target.get("node"), str):
+                feeders.setdefault(node, []).append(str(path[1]))
+        return cls({name_of(node): node.get("type") for _, node in ctx.nodes()}, feeders)
+
+
+def _fed_by_code(graph: _Graph, name: str) -> bool:
     """Whether every node feeding `name` is a Code node, directly or through If nodes: the
     primitive's own code then decides how many items the node sees, not the caller."""
-    types = {name_of(node): node.get("type") for _, node in ctx.nodes()}
+    types, feeders = graph.types, graph.feeders
     seen: set[str] = set()
     pending, sources = [name], []
     while pending:
         target = pending.pop()
-        feeding = [str(path[1]) for path, t in ctx.targets() if t.get("node") == target]
-        for source in feeding:
+        for source in feeders.get(target, ()):
             if source in seen:
                 continue
             seen.add(source)
@@ -75,10 +91,14 @@ def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
     """
     if any(True for _ in ctx.nodes(ERROR_TRIGGER)):
         return
+    graph: _Graph | None = None
     for index, node in ctx.nodes(REDIS):
         if not (ctx.is_primitive or _is_inline_lock_node(node)):
             continue
-        if node.get("executeOnce") is not True and not _fed_by_code(ctx, name_of(node)):
+        if node.get("executeOnce") is True:
+            continue
+        graph = graph or _Graph.of(ctx)
+        if not _fed_by_code(graph, name_of(node)):
             yield Problem(
                 ("nodes", index),
                 f"Redis node {name_of(node)!r} would run once per "

@@ -11,8 +11,6 @@ from n8n_lockkit.check.rules.base import (
     WorkflowContext,
     code_of,
     name_of,
-    parameters_of,
-    strings_in,
 )
 
 
@@ -35,7 +33,7 @@ def marker_forbidden(ctx: WorkflowContext) -> Iterator[Problem]:
     if ctx.is_primitive:
         return
     for index, node in ctx.nodes():
-        for where, text in strings_in(parameters_of(node), ("nodes", index, "parameters")):
+        for where, text in ctx.parameter_strings(index, node):
             if MARKER in text:
                 yield Problem(
                     where,

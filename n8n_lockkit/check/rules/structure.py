@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from n8n_lockkit.check.rules.base import (
@@ -19,8 +19,6 @@ from n8n_lockkit.check.rules.base import (
     Problem,
     WorkflowContext,
     name_of,
-    parameters_of,
-    strings_in,
 )
 from n8n_lockkit.check.rules.jsstring import decode_js_string
 
@@ -88,9 +86,9 @@ def connection_targets_exist(ctx: WorkflowContext) -> Iterator[Problem]:
             )
 
 
-def _javascript_in(parameters: object, where: Path) -> Iterator[tuple[Path, str]]:
+def _javascript_in(strings: Iterable[tuple[Path, str]]) -> Iterator[tuple[Path, str]]:
     """The JavaScript n8n evaluates: `{{ … }}` of expressions, and whole code parameters."""
-    for path, text in strings_in(parameters, where):
+    for path, text in strings:
         if path and path[-1] in _CODE_PARAMETERS:
             yield path, text
         elif text.startswith("="):
@@ -104,8 +102,10 @@ def node_references_exist(ctx: WorkflowContext) -> Iterator[Problem]:
     for index, node in ctx.nodes():
         if node.get("type") == STICKY_NOTE:
             continue  # its text is shown, never evaluated
-        code = _javascript_in(parameters_of(node), ("nodes", index, "parameters"))
+        code = _javascript_in(ctx.parameter_strings(index, node))
         for where, text in code:
+            if "$" not in text:
+                continue  # every reference starts with $: most text need not be searched
             for pattern in _REFERENCES:
                 for match in pattern.finditer(text):
                     if match.group("q") == "`" and "${" in match.group("name"):

@@ -1,0 +1,55 @@
+"""Values for shell completion: the workspace's workflow keys and env names, the primitives.
+
+The shell runs n8nlock on every Tab, before any command runs: these read the workspace the
+command line names (--workspace, else the one above the current folder) and never fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from click.shell_completion import CompletionItem
+
+from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.workspace.layout import WORKFLOW_SUFFIX, Workspace, workflow_key
+
+
+def _workspace(ctx: click.Context) -> Workspace | None:
+    from n8n_lockkit.cli.app import AppContext
+
+    option = ctx.find_root().params.get("workspace")
+    try:
+        return AppContext(Path(option) if option else None).workspace()
+    except LockkitError:
+        return None
+
+
+def _matching(names: list[str], incomplete: str) -> list[CompletionItem]:
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+def workflow_keys(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """KEY of every workflows/KEY.template.json."""
+    workspace = _workspace(ctx)
+    if workspace is None or not workspace.workflows_dir.is_dir():
+        return []
+    files = workspace.workflows_dir.glob(f"*{WORKFLOW_SUFFIX}")
+    return _matching(sorted(workflow_key(p) for p in files if p.is_file()), incomplete)
+
+
+def env_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """NAME of every envs/NAME.yml."""
+    workspace = _workspace(ctx)
+    return [] if workspace is None else _matching(workspace.env_names(), incomplete)
+
+
+def primitive_names(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """Every primitive `copy-primitive` can copy."""
+    from n8n_lockkit.primitives.catalogue import PRIMITIVES
+
+    return _matching(list(PRIMITIVES), incomplete)
