@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     REMOTE = 4  # the n8n instance refused or could not be reached
     WRITE = 5  # a file could not be written (permissions, read-only, escapes the workspace)
     DRAIN = 6  # push refused: callers of the lock format before engine v2 still wait
+    CONFLICT = 7  # pull refused: a local file changed since it was synced, and n8n's differs
 
 
 class LockkitError(Exception):

@@ -132,6 +132,7 @@ from n8n_lockkit.cli import (  # noqa: E402, F401
     check_commands,
     ops_commands,
     remote_commands,
+    sync_commands,
     upgrade_commands,
     workspace_commands,
     wrap_commands,

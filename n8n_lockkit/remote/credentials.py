@@ -11,6 +11,10 @@ from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.remote.n8n_client import N8nClient
 from n8n_lockkit.workspace.envconfig import EnvFile
 
+# The name the primitives' placeholders give the Redis credential (`credentials.redis.id`);
+# any other credential a workflow uses is recorded under a name of its own.
+REDIS = "redis"
+
 
 @dataclass(frozen=True)
 class RedisSettings:
@@ -90,9 +94,9 @@ def redis_data(schema: dict[str, Any], settings: RedisSettings) -> dict[str, Any
 
 
 def create_redis(client: N8nClient, name: str, settings: RedisSettings) -> str:
-    schema = client.credential_schema("redis")
+    schema = client.credential_schema(REDIS)
     created = client.create_credential(
-        {"name": name, "type": "redis", "data": redis_data(schema, settings)}
+        {"name": name, "type": REDIS, "data": redis_data(schema, settings)}
     )
     return str(created["id"])
 
@@ -123,7 +127,7 @@ def ensure_redis(
 
     With a host, the address is recorded under `redis:` too, for the operator commands.
     """
-    current = ((env.data.get("credentials") or {}).get("redis") or {}).get("id")
+    current = env.credential(REDIS).get("id")
     address = _record_address(env, settings)
     if link_id:
         action, credential_id = "link", link_id
@@ -136,7 +140,7 @@ def ensure_redis(
             action, credential_id = "create", create_redis(client, name, settings)
         finally:
             client.close()
-    env.record_credential("redis", credential_id, name)
+    env.record_credential(REDIS, credential_id, name)
     return Outcome(action, credential_id, address)
 
 

@@ -89,6 +89,18 @@ class N8nClient:
     def get_workflow(self, workflow_id: str) -> dict[str, Any]:
         return self._json("GET", f"/workflows/{workflow_id}", what=f"workflow {workflow_id}")
 
+    def list_workflows(self) -> list[dict[str, Any]]:
+        """Every workflow on the instance, page by page (250 a page, the API's maximum)."""
+        found: list[dict[str, Any]] = []
+        params = {"limit": "250", "excludePinnedData": "true"}
+        while True:
+            page = self._json("GET", "/workflows", params=params, what="workflow list")
+            found.extend(w for w in page.get("data") or [] if isinstance(w, dict))
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return found
+            params = {**params, "cursor": str(cursor)}
+
     def create_workflow(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._json("POST", "/workflows", json=body, what=f"workflow {body.get('name')!r}")
 

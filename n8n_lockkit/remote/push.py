@@ -36,6 +36,8 @@ from n8n_lockkit.remote.push_items import (
     request_body,
     webhooks,
 )
+from n8n_lockkit.remote.sync_state import SyncState
+from n8n_lockkit.workspace import plan
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace
 
@@ -131,7 +133,19 @@ class Pusher:
         self.targets = {item.key: self._fetch(item, pushed=True) for item in items}
         for item in items:
             self._record(self._next(self.targets[item.key]))
-        return PushResult(list(self.outcomes.values()))
+        result = PushResult(list(self.outcomes.values()))
+        if not self.dry_run:
+            self._remember_synced(result)
+        return result
+
+    def _remember_synced(self, result: PushResult) -> None:
+        """Record each file n8n now holds, so a later pull can tell local edits from n8n's."""
+        state = SyncState(self.workspace)
+        for outcome in result.outcomes:
+            target = self.targets.get(outcome.key)
+            if target and target.pushed and outcome.status == "ok" and outcome.action in _SENT:
+                state.record(self.env.name, outcome.key, outcome.workflow_id, target.item.workflow)
+        plan.apply(plan.Plan((state.change(),)), self.workspace.root)
 
     def _record(self, outcome: Outcome) -> None:
         self.outcomes[outcome.key] = outcome  # a dependency's entry keeps its place
@@ -366,6 +380,8 @@ class Pusher:
         return Outcome(target.key, action, target.workflow_id, "failed", error=error, hint=hint)
 
 
+# Actions after which n8n holds the file as it is.
+_SENT = frozenset({"create", "recreate", "update", "identical"})
 _PAST = {"create": "created", "recreate": "recreated", "update": "updated"}
 
 

@@ -46,7 +46,7 @@ def holds(body: Mapping[str, Any], remote: Mapping[str, Any]) -> bool:
             same = _nodes_match(value, actual)
         elif key == "settings":
             same = isinstance(actual, dict) and all(
-                _setting_matches(k, v, actual) for k, v in value.items()
+                setting_matches(k, v, actual) for k, v in value.items()
             )
         else:
             same = is_subset(value, actual)
@@ -59,16 +59,16 @@ def _nodes_match(expected: Any, actual: Any) -> bool:
     if not isinstance(expected, list) or not isinstance(actual, list):
         return is_subset(expected, actual)
     return len(expected) == len(actual) and all(
-        _node_matches(e, a) for e, a in zip(expected, actual, strict=True)
+        node_matches(e, a) for e, a in zip(expected, actual, strict=True)
     )
 
 
-def _node_matches(expected: Any, actual: Any) -> bool:
+def node_matches(expected: Any, actual: Any) -> bool:
     if not isinstance(expected, dict) or not isinstance(actual, dict):
         return is_subset(expected, actual)
     for key, value in expected.items():
         if key == "credentials" and isinstance(value, dict):
-            same = _credentials_match(value, actual.get(key))
+            same = credentials_match(value, actual.get(key))
         elif key == "webhookId" and value == "":
             same = True  # n8n mints a webhook id for an empty one, anew on every save
         else:
@@ -78,7 +78,7 @@ def _node_matches(expected: Any, actual: Any) -> bool:
     return True
 
 
-def _credentials_match(expected: Mapping[str, Any], actual: Any) -> bool:
+def credentials_match(expected: Mapping[str, Any], actual: Any) -> bool:
     stored = actual if isinstance(actual, dict) else {}
     return all(
         kind in stored and credential_matches(ref, stored[kind]) for kind, ref in expected.items()
@@ -107,11 +107,11 @@ def _credential_name(ref: Any) -> str | None:
 
 # Settings n8n drops when an update leaves them at their default ("DEFAULT", or the
 # instance's execution timeout, -1 unless EXECUTIONS_TIMEOUT is set).
-_DEFAULT_SETTINGS = {"errorWorkflow": "DEFAULT", "timezone": "DEFAULT", "executionTimeout": -1}
+DEFAULT_SETTINGS = {"errorWorkflow": "DEFAULT", "timezone": "DEFAULT", "executionTimeout": -1}
 
 
-def _setting_matches(key: str, value: Any, actual: Mapping[str, Any]) -> bool:
-    if _DEFAULT_SETTINGS.get(key, object()) == value:
+def setting_matches(key: str, value: Any, actual: Mapping[str, Any]) -> bool:
+    if DEFAULT_SETTINGS.get(key, object()) == value:
         return bool(actual.get(key, value) == value)
     return key in actual and is_subset(value, actual[key])
 

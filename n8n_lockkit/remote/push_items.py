@@ -16,6 +16,8 @@ from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 # What the public API accepts on create and update; everything else in a file is dropped.
 SENT_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
+# n8n requires settings on create; a file without any is sent with these.
+SETTINGS_WHEN_NONE = {"executionOrder": "v1"}
 _WORKFLOW_REFERENCE = re.compile(r"\{\{@:?env:workflows\.([A-Za-z0-9_-]+)\.id\}\}")
 
 
@@ -96,8 +98,15 @@ def preflight(workspace: Workspace, items: Iterable[PushItem], env: Mapping[str,
 
 
 def _placeholder_hint(path: str) -> str:
-    if path.startswith("credentials.redis"):
+    if path.startswith("credentials.redis."):
         return "run `n8nlock redis-credential --env …` to create or link the Redis credential"
+    if path.startswith("credentials."):
+        name = path.split(".")[1]
+        return (
+            f"record the credential's id and name on this n8n as credentials.{name}: "
+            "{id: …, name: …} in the env file (`n8nlock pull --record-credentials` records "
+            "the ones a workflow on n8n uses)"
+        )
     if path.startswith("workflows."):
         return "push that workflow too (name its key), or fill its id in the env file"
     return "add the key to the env file; nothing was sent"
@@ -107,7 +116,7 @@ def request_body(item: PushItem, env: Mapping[str, Any], name: str) -> dict[str,
     hydrated = json.loads(placeholders.resolve_text(item.text, env))
     body = {k: hydrated[k] for k in SENT_FIELDS if k in hydrated}
     body["name"] = name
-    body.setdefault("settings", {"executionOrder": "v1"})
+    body.setdefault("settings", dict(SETTINGS_WHEN_NONE))
     return body
 
 

@@ -57,16 +57,40 @@ class EnvFile:
         entry["id"] = workflow_id
         entry["name"] = display_name
 
-    def record_credential(self, kind: str, credential_id: str, display_name: str) -> None:
+    def workflow_ids(self) -> dict[str, str]:
+        """Key → id of every workflow this env has on n8n (registered with an id)."""
+        workflows = self.data.get("workflows") or {}
+        return {
+            str(key): str(entry["id"])
+            for key, entry in workflows.items()
+            if isinstance(entry, dict) and entry.get("id")
+        }
+
+    def credential(self, name: str) -> dict[str, Any]:
+        """`credentials.<name>` (`{id, name}`), or an empty dict when the env has none."""
+        entry = (self.data.get("credentials") or {}).get(name)
+        return dict(entry) if isinstance(entry, dict) else {}
+
+    def credential_ids(self) -> dict[str, str]:
+        """Credential id → the name the env file gives it (`credentials.<name>.id`)."""
+        credentials = self.data.get("credentials") or {}
+        return {
+            str(entry["id"]): str(name)
+            for name, entry in credentials.items()
+            if isinstance(entry, dict) and entry.get("id")
+        }
+
+    def record_credential(self, name: str, credential_id: str, display_name: str) -> None:
+        """Set `credentials.<name>: {id, name}`; `redis` is the one the primitives use."""
         credentials = self.document.get(("credentials",))
         if not isinstance(credentials, dict):
             credentials = CommentedMap()
             self.document.set(("credentials",), credentials)
-        entry = credentials.get(kind)
+        entry = credentials.get(name)
         if not isinstance(entry, dict):
             entry = CommentedMap()
             entry.fa.set_flow_style()
-            credentials[kind] = entry
+            credentials[name] = entry
         entry["id"] = credential_id
         entry["name"] = display_name
 

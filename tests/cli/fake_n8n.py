@@ -7,7 +7,9 @@ measured on n8n 2.41.1 and 1.123.81 (tests/e2e proves push against the real ones
   and when that happens on update it keeps the update as a draft (400);
 - 1.x refuses to activate a workflow whose only triggers are Execute Workflow / Error Trigger;
 - an old-style credential reference `{"type": "Name"}` is stored as `{"id": null, "name"}`;
-- settings left at "DEFAULT" are dropped on update, and node ids are added.
+- settings left at "DEFAULT" are dropped on update, and node ids are added;
+- a workflow carries what the API adds (id, versionId, active, meta, timestamps, tags,
+  shared, pinData), and `GET /workflows` lists them a page at a time (`nextCursor`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import responses
 from requests import PreparedRequest
@@ -31,6 +34,7 @@ class FakeN8n:
         self.workflows: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.next_id = 1
+        self.page_size = 250  # the API's maximum; tests lower it to see pull follow pages
         # workflow name -> n8n's message, to refuse creating or publishing that workflow
         self.refuse_create: dict[str, str] = {}
         self.refuse_publish: dict[str, str] = {}
@@ -67,7 +71,22 @@ class FakeN8n:
         if method == "GET" and path == "/credentials/schema/redis":
             props = {"host": {"type": "string"}, "port": {"type": "number"}}
             return self.reply(200, {"properties": props, "required": []})
+        if method == "GET" and path.split("?")[0] == "/workflows":
+            return self.listing(request)
         return self.existing(method, path, body)
+
+    def add(self, workflow: dict[str, Any]) -> str:
+        """A workflow made in n8n's editor (as if): returns its id."""
+        return str(json.loads(self.create(workflow)[2])["id"])
+
+    def listing(self, request: PreparedRequest) -> Reply:
+        query = parse_qs(urlsplit(request.url or "").query)
+        start = int(query.get("cursor", ["0"])[0])
+        limit = min(int(query.get("limit", ["100"])[0]), self.page_size)
+        workflows = list(self.workflows.values())
+        end = start + limit
+        cursor = str(end) if end < len(workflows) else None
+        return self.reply(200, {"data": workflows[start:end], "nextCursor": cursor})
 
     def create(self, body: dict[str, Any]) -> Reply:
         if "active" in body:
@@ -77,6 +96,15 @@ class FakeN8n:
         workflow_id = f"wf{self.next_id}"
         self.next_id += 1
         stored = {"id": workflow_id, "active": False, "activeVersionId": None, "versionId": ""}
+        stored.update(
+            createdAt="2026-11-23T08:00:00.000Z",
+            updatedAt="2026-11-23T08:00:00.000Z",
+            isArchived=False,
+            meta={"templateCredsSetupCompleted": True},
+            tags=[],
+            shared=[{"role": "workflow:owner", "projectId": "p1"}],
+            pinData={},
+        )
         self.workflows[workflow_id] = stored
         self.save(stored, body)
         return self.reply(200, stored)
