@@ -35,6 +35,11 @@ def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, 
             f"no workflow {key!r}: {workspace.relative(path)} does not exist",
             hint=f"workflow keys in this workspace: {known}",
         )
+    return path, text, parse_workflow(workspace, path, text)
+
+
+def parse_workflow(workspace: Workspace, path: Path, text: str) -> dict[str, Any]:
+    """A workflow file's JSON, or one error that says where it is broken."""
     try:
         workflow = json.loads(text)
     except json.JSONDecodeError as err:
@@ -48,7 +53,7 @@ def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, 
             f"{workspace.relative(path)}: not an n8n workflow",
             hint="export the workflow from n8n as JSON",
         )
-    return path, text, workflow
+    return workflow
 
 
 def _require(workspace: Workspace, envs: Sequence[EnvFile], keys: Sequence[str], how: str) -> None:

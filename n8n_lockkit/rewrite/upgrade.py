@@ -15,12 +15,10 @@ the plan does, and which workflows to push.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from n8n_lockkit.errors import WorkflowFileError
 from n8n_lockkit.primitives import formats
 from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
@@ -32,6 +30,7 @@ from n8n_lockkit.primitives.catalogue import (
     Primitive,
 )
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
+from n8n_lockkit.rewrite.plans import parse_workflow
 from n8n_lockkit.rewrite.scope import parse_scope
 from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
 from n8n_lockkit.rewrite.wrap import LockConfig, WrapError, wrap
@@ -73,21 +72,7 @@ class Upgrade:
 
 
 def _load(workspace: Workspace, key: str, text: str) -> dict[str, Any]:
-    try:
-        workflow = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise WorkflowFileError(
-            f"{workspace.relative(workspace.workflow_path(key))}: not valid JSON (line "
-            f"{err.lineno}, column {err.colno}: {err.msg}); nothing was upgraded",
-            hint="fix the file (`n8nlock validate` shows where) and run `n8nlock upgrade` again",
-        ) from err
-    if not isinstance(workflow, dict):
-        raise WorkflowFileError(
-            f"{workspace.relative(workspace.workflow_path(key))}: not an n8n workflow; "
-            "nothing was upgraded",
-            hint="export the workflow from n8n as JSON, or move the file out of workflows/",
-        )
-    return workflow
+    return parse_workflow(workspace, workspace.workflow_path(key), text)
 
 
 def _primitive(
