@@ -20,10 +20,12 @@ demo: setup
 	$(BIN)/python -m tests.testbed.demo $(DEMO)
 
 ## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
-## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x.
+## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x, then the lock
+## suites once more against 2.41.1 in queue mode (main, 2 workers, PostgreSQL, Redis).
 test: setup lint
 	$(BIN)/pytest
 	N8NLOCK_TEST_N8N_VERSIONS=1.123.81 $(BIN)/pytest tests/e2e
+	N8NLOCK_TEST_TOPOLOGY=queue N8NLOCK_TEST_N8N_VERSIONS=2.41.1 $(BIN)/pytest tests/e2e -m queue_suite
 
 lint: setup
 	$(BIN)/ruff check n8n_lockkit tests bench

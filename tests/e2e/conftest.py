@@ -8,6 +8,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -15,14 +16,25 @@ import pytest
 import redis
 
 from tests.e2e.lockbed import API_KEY_VARIABLE, REGISTERED_SCOPE, LockBed, build_workspace
-from tests.testbed.backend import Backend, choose_backend
+from tests.testbed.backend import Backend, choose_backend, deploy_n8n
 from tests.testbed.client import N8nClient
 from tests.testbed.endpoints import N8nInstance, RedisEndpoint
 from tests.testbed.process import live_processes
 from tests.testbed.progress import Progress
-from tests.testbed.settings import n8n_version_params
+from tests.testbed.queue import QueueCluster
+from tests.testbed.settings import ENV_TOPOLOGY, n8n_version_params
 
 E2E_DIR = Path(__file__).parent
+# The suites `make test` runs again with N8NLOCK_TEST_TOPOLOGY=queue (marker queue_suite).
+QUEUE_SUITE = frozenset(
+    {
+        "test_lock_primitives.py",
+        "test_lock_engine.py",
+        "test_rate_limit.py",
+        "test_wrapped_corpus.py",
+        "test_queue_mode.py",
+    }
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +52,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+            if item.path.name in QUEUE_SUITE:
+                item.add_marker(pytest.mark.queue_suite)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -91,18 +105,39 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client.close()
 
 
+@dataclass(frozen=True)
+class Deployment:
+    """The n8n under test; in queue mode also its workers, PostgreSQL and the queue."""
+
+    instance: N8nInstance
+    cluster: QueueCluster | None
+
+
 @pytest.fixture(scope="session", params=n8n_version_params(), ids=lambda v: f"n8n-{v}")
-def n8n(
+def n8n_deployment(
     request: pytest.FixtureRequest,
     testbed_backend: Backend,
     redis_endpoint: RedisEndpoint,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[N8nInstance]:
-    """A ready n8n (owner claimed, API key minted) that reaches `redis_endpoint`."""
+) -> Iterator[Deployment]:
     version: str = request.param
     with ExitStack() as stack:
         workdir = tmp_path_factory.mktemp(f"n8n-{version}-")
-        yield testbed_backend.n8n(stack, version, redis_endpoint, workdir)
+        yield Deployment(*deploy_n8n(testbed_backend, stack, version, redis_endpoint, workdir))
+
+
+@pytest.fixture(scope="session")
+def n8n(n8n_deployment: Deployment) -> N8nInstance:
+    """A ready n8n (owner claimed, API key minted) that reaches `redis_endpoint`."""
+    return n8n_deployment.instance
+
+
+@pytest.fixture(scope="session")
+def queue_cluster(n8n_deployment: Deployment) -> QueueCluster:
+    """The workers and database of queue mode; tests that need them skip on one process."""
+    if n8n_deployment.cluster is None:
+        pytest.skip(f"needs n8n in queue mode: run with {ENV_TOPOLOGY}=queue")
+    return n8n_deployment.cluster
 
 
 @pytest.fixture

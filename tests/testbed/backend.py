@@ -11,7 +11,8 @@ from .errors import ConfigError
 from .external import ExternalBackend
 from .local import LocalBackend
 from .progress import Progress
-from .settings import external_config, forced_backend
+from .queue import QueueCluster
+from .settings import ENV_BACKEND, ENV_TOPOLOGY, external_config, forced_backend, topology
 
 
 class Backend(Protocol):
@@ -32,6 +33,15 @@ def choose_backend(stack: ExitStack, progress: Progress) -> Backend:
     N8NLOCK_TEST_BACKEND=external|docker|local skips the guessing.
     """
     forced = forced_backend()
+    if topology() == "queue":
+        # Queue mode is built from local processes only (main, workers, PostgreSQL); Docker
+        # would need one container per n8n process, which is not written yet.
+        if forced not in (None, "local") or external_config() is not None:
+            raise ConfigError(
+                f"{ENV_TOPOLOGY}=queue runs on local processes: unset {ENV_BACKEND} "
+                "(or set it to local) and the N8NLOCK_TEST_* service URLs"
+            )
+        return _announce(LocalBackend(progress), progress)
     config = external_config()
     if forced == "external" or (forced is None and config is not None):
         if config is None:
@@ -43,6 +53,16 @@ def choose_backend(stack: ExitStack, progress: Progress) -> Backend:
 
         return _announce(DockerBackend(stack, progress), progress)
     return _announce(LocalBackend(progress), progress)
+
+
+def deploy_n8n(
+    backend: Backend, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+) -> tuple[N8nInstance, QueueCluster | None]:
+    """n8n `version` in the topology N8NLOCK_TEST_TOPOLOGY names; the cluster in queue mode."""
+    if topology() == "queue":
+        assert isinstance(backend, LocalBackend)  # choose_backend sees to it
+        return backend.n8n_queue(stack, version, redis, workdir)
+    return backend.n8n(stack, version, redis, workdir), None
 
 
 def _docker_available() -> bool:

@@ -9,7 +9,9 @@ from .client import bootstrap_api_key
 from .endpoints import N8nInstance, RedisEndpoint, instance_for
 from .install import ensure_n8n
 from .n8n_process import start_n8n
+from .postgres import start_postgres
 from .progress import Progress
+from .queue import QueueCluster, start_queue_cluster
 from .redis_server import start_redis_server
 
 
@@ -33,3 +35,22 @@ class LocalBackend:
         return instance_for(
             base_url=base_url, api_key=api_key, version=version, redis=redis, backend=self.name
         )
+
+    def n8n_queue(
+        self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+    ) -> tuple[N8nInstance, QueueCluster]:
+        """n8n `version` in queue mode; the queue (Bull) shares `redis` with the locks."""
+        install = ensure_n8n(version, self.progress)
+        postgres = start_postgres(stack, workdir / "postgres", self.progress)
+        cluster = start_queue_cluster(
+            stack, install, bull=redis, postgres=postgres, workdir=workdir, progress=self.progress
+        )
+        api_key = bootstrap_api_key(cluster.base_url)
+        instance = instance_for(
+            base_url=cluster.base_url,
+            api_key=api_key,
+            version=version,
+            redis=redis,
+            backend=self.name,
+        )
+        return instance, cluster

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from .install import N8nInstall
 from .ports import free_ports
 from .process import ManagedProcess, start_process
 from .progress import Progress, Stopwatch
-from .readiness import wait_until_ready
+from .readiness import is_ready, wait_until_ready
 from .runtime import needs_node24
 
 READY_TIMEOUT = 180.0
@@ -66,16 +67,23 @@ def n8n_env(
 
 
 def start_n8n(
-    stack: ExitStack, install: N8nInstall, workdir: Path, progress: Progress
+    stack: ExitStack,
+    install: N8nInstall,
+    workdir: Path,
+    progress: Progress,
+    *,
+    extra_env: Mapping[str, str] | None = None,
 ) -> tuple[ManagedProcess, str]:
     """Start n8n with a fresh user folder under `workdir`; return it and its base URL once ready.
 
-    The stop is registered on `stack` before waiting, so an interrupted start leaves nothing.
+    `extra_env` adds settings (queue mode's). The stop is registered on `stack` before
+    waiting, so an interrupted start leaves nothing.
     """
     port, broker_port = free_ports(2)
     user_folder = workdir / "n8n-home"
     user_folder.mkdir(parents=True, exist_ok=True)
     env = n8n_env(install, user_folder=user_folder, port=port, broker_port=broker_port)
+    env.update(extra_env or {})
     argv = [str(install.runtime.node), str(install.n8n_bin), "start"]
     watch = Stopwatch()
     process = start_process(
@@ -84,10 +92,17 @@ def start_n8n(
     stack.callback(process.stop)
     base_url = f"http://127.0.0.1:{port}"
     progress(f"starting n8n {install.version} on {base_url} (log: {process.log_path})")
-    try:
-        wait_until_ready(base_url, timeout=READY_TIMEOUT, alive=process.is_alive)
-    except SetupFailed as exc:
-        tail = process.log_tail()
-        raise SetupFailed(f"n8n {install.version}: {exc}\n--- n8n log tail ---\n{tail}") from exc
+    wait_until_started(process, base_url, f"n8n {install.version}")
     progress(f"n8n {install.version} ready after {watch}")
     return process, base_url
+
+
+def wait_until_started(
+    process: ManagedProcess, base_url: str, name: str, check: Callable[[str], bool] = is_ready
+) -> None:
+    """Wait for `base_url`/healthz/readiness; SetupFailed with the log's tail otherwise."""
+    try:
+        wait_until_ready(base_url, timeout=READY_TIMEOUT, alive=process.is_alive, check=check)
+    except SetupFailed as exc:
+        tail = process.log_tail()
+        raise SetupFailed(f"{name}: {exc}\n--- log tail ({process.log_path}) ---\n{tail}") from exc

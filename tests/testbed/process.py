@@ -1,4 +1,4 @@
-"""Child processes (redis-server, n8n) that the test bed starts and must always stop."""
+"""Child processes (redis-server, postgres, n8n) that the test bed starts and must always stop."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ class ManagedProcess:
     popen: subprocess.Popen[bytes]
     log_path: Path
     _log_file: IO[bytes] = field(repr=False)
+    # PostgreSQL takes SIGTERM as "wait until every client has gone"; it is stopped with SIGINT.
+    stop_signal: signal.Signals = signal.SIGTERM
 
     @property
     def pid(self) -> int:
@@ -46,7 +48,7 @@ class ManagedProcess:
         """
         try:
             if self.is_alive():
-                _signal_group(self.pid, signal.SIGTERM)
+                _signal_group(self.pid, self.stop_signal)
                 try:
                     self.popen.wait(timeout=STOP_GRACE_SECONDS)
                 except subprocess.TimeoutExpired:
@@ -57,6 +59,11 @@ class ManagedProcess:
         finally:
             self._log_file.close()
             _LIVE.pop(self.pid, None)
+
+    def kill(self) -> None:
+        """SIGKILL the whole group at once, as a crash would; the log stays readable."""
+        _signal_group(self.pid, signal.SIGKILL)
+        self.popen.wait(timeout=STOP_GRACE_SECONDS)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -71,7 +78,10 @@ def start_process(
     cwd: Path,
     env: Mapping[str, str],
     log_path: Path,
+    user: str | None = None,
 ) -> ManagedProcess:
+    """Start `argv` in its own process group, output to `log_path`; as `user` when given (root
+    only: PostgreSQL refuses to run as root)."""
     log_file = log_path.open("ab")
     # start_new_session: own process group (killed as a unit) and no SIGINT from the terminal,
     # so Ctrl-C reaches pytest only and teardown stops the children in order.
@@ -83,6 +93,7 @@ def start_process(
         stdout=log_file,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        user=user,
     )
     process = ManagedProcess(name=name, popen=popen, log_path=log_path, _log_file=log_file)
     _LIVE[process.pid] = process

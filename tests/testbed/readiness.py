@@ -18,6 +18,12 @@ def is_ready(base_url: str) -> bool:
     )
 
 
+def worker_is_ready(base_url: str) -> bool:
+    """An `n8n worker`'s server (QUEUE_HEALTH_CHECK_ACTIVE): DB migrated, Redis connected, and
+    the queue consumer set up."""
+    return _answers_200(f"{base_url}/healthz/readiness")
+
+
 def _answers_200(url: str) -> bool:
     try:
         return requests.get(url, timeout=2).status_code == 200
@@ -25,13 +31,19 @@ def _answers_200(url: str) -> bool:
         return False
 
 
-def wait_until_ready(base_url: str, *, timeout: float, alive: Callable[[], bool]) -> float:
-    """Seconds until ready; SetupFailed when the process dies or the deadline passes."""
+def wait_until_ready(
+    base_url: str,
+    *,
+    timeout: float,
+    alive: Callable[[], bool],
+    check: Callable[[str], bool] = is_ready,
+) -> float:
+    """Seconds until `check` passes; SetupFailed when the process dies or the deadline passes."""
 
     def ready() -> bool:
         if not alive():
             raise SetupFailed("the n8n process exited during startup")
-        return is_ready(base_url)
+        return check(base_url)
 
     try:
         return wait_for(ready, timeout=timeout, interval=0.25, what=f"{base_url}/healthz/readiness")

@@ -27,14 +27,15 @@ def redis_server_binary(progress: Progress) -> str:
     if found:
         return found
     progress("redis-server not on PATH: installing the Debian package redis-server")
-    _apt_install("redis-server")
+    apt_install("redis-server")
     found = shutil.which("redis-server")
     if not found:
         raise SetupFailed("apt-get installed redis-server but it is still not on PATH")
     return found
 
 
-def _apt_install(package: str) -> None:
+def apt_install(package: str) -> None:
+    """Install a Debian package without questions (root, or passwordless sudo)."""
     sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = [*sudo, "apt-get", "install", "-y", "--no-install-recommends", package]
@@ -44,9 +45,9 @@ def _apt_install(package: str) -> None:
         if result.returncode == 0 and argv is install:
             return
     raise SetupFailed(
-        f"redis-server is not installed and `{' '.join(install)}` failed "
+        f"{package} is not installed and `{' '.join(install)}` failed "
         f"(need root or passwordless sudo): {result.stderr.strip()[-800:]}\n"
-        "Install it yourself (apt-get install redis-server), or point N8NLOCK_TEST_REDIS_URL "
+        f"Install it yourself (apt-get install {package}), or point N8NLOCK_TEST_REDIS_URL "
         "and the other N8NLOCK_TEST_* variables at running services."
     )
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from .backend import choose_backend
+from .backend import choose_backend, deploy_n8n
 from .endpoints import N8nInstance, RedisEndpoint
 
 DEFAULT_VERSION = "2.41.1"
@@ -20,10 +20,13 @@ def _progress(message: str) -> None:
 
 @contextmanager
 def running_testbed(version: str = DEFAULT_VERSION) -> Iterator[tuple[N8nInstance, RedisEndpoint]]:
-    """A real Redis and a real n8n (installed and cached on first use), stopped on exit."""
+    """A real Redis and a real n8n (installed and cached on first use), stopped on exit.
+
+    With N8NLOCK_TEST_TOPOLOGY=queue the n8n is a queue-mode main with its workers.
+    """
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="n8nlock-bed-") as tmp:
         backend = choose_backend(stack, _progress)
         for folder in ("redis", "n8n"):
             (Path(tmp) / folder).mkdir()
         redis = backend.redis(stack, Path(tmp) / "redis")
-        yield backend.n8n(stack, version, redis, Path(tmp) / "n8n"), redis
+        yield deploy_n8n(backend, stack, version, redis, Path(tmp) / "n8n")[0], redis

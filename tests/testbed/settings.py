@@ -16,9 +16,12 @@ ENV_N8N_URL = "N8NLOCK_TEST_N8N_URL"
 ENV_N8N_API_KEY = "N8NLOCK_TEST_N8N_API_KEY"
 ENV_VERSIONS = "N8NLOCK_TEST_N8N_VERSIONS"
 ENV_BACKEND = "N8NLOCK_TEST_BACKEND"
+ENV_TOPOLOGY = "N8NLOCK_TEST_TOPOLOGY"
 
 EXTERNAL_VARS = (ENV_REDIS_URL, ENV_N8N_URL, ENV_N8N_API_KEY)
 BACKENDS = ("external", "docker", "local")
+# single: one n8n process runs everything; queue: main, 2 workers, PostgreSQL (testbed/queue.py)
+TOPOLOGIES = ("single", "queue")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,13 @@ def forced_backend() -> str | None:
     if value and value not in BACKENDS:
         raise ConfigError(f"{ENV_BACKEND}={value!r}: expected one of {', '.join(BACKENDS)}")
     return value or None
+
+
+def topology() -> str:
+    value = os.environ.get(ENV_TOPOLOGY, "").strip().lower() or "single"
+    if value not in TOPOLOGIES:
+        raise ConfigError(f"{ENV_TOPOLOGY}={value!r}: expected one of {', '.join(TOPOLOGIES)}")
+    return value
 
 
 def n8n_versions() -> list[str]:
