@@ -129,21 +129,17 @@ def _wrapped(
     found = formats.workflow_format(workflow)
     try:
         lock, rate = read_configs(workflow)
+        moved = inline and lock is not None and lock.via_subworkflow
         if lock is not None and inline:
             lock = replace(lock, via_subworkflow=False)
         after = dump_workflow(wrap(unwrap(workflow), key, lock, rate))
     except WrapError as err:
         return f"{workspace.relative(path)} was kept as it is: {err.message}"
     change = FileChange(path, text, after)
-    note = "lock moved into the workflow" if inline and _calls_primitives(workflow) else ""
+    note = "lock moved into the workflow" if moved else ""
     item = UpgradeItem(key, "wrapped", found, change.action.value, note)
     static = parse_scope(lock.scope).static if lock is not None else None
     return _Wrapped(change, item, _needed(lock), static)
-
-
-def _calls_primitives(workflow: dict[str, Any]) -> bool:
-    lock, _ = read_configs(workflow)
-    return lock is not None and lock.via_subworkflow
 
 
 @dataclass
