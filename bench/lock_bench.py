@@ -215,6 +215,8 @@ def rows(args: argparse.Namespace, plain: dict[str, float]) -> list[Row]:
          lambda f: f"{f['median_ms']:.0f} / {f['p90_ms']:.0f} ms", None),
         (f"P2 efficiency, N = {n}, hold {hold} ms", "≥ 0.85", lambda f: f"{f['efficiency']:.2f}",
          lambda f: f["efficiency"] >= 0.85),
+        ("P2 per holder: first entry / turn (body + release) median", "",
+         lambda f: f"{f['p2_first_entry_ms']:.0f} / {f['p2_turn_median_ms']:.0f} ms", None),
         ("handoff gap median / p99", "≤ 40 ms median",
          lambda f: f"{f['gap_median_ms']:.0f} / {f['gap_p99_ms']:.0f} ms",
          lambda f: f["gap_median_ms"] <= 40),

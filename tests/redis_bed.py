@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import redis
 
+from n8n_lockkit.primitives import keys
 from tests.testbed.progress import stderr_progress
 from tests.testbed.redis_server import start_redis_server
 
@@ -149,11 +150,13 @@ def hold_lane(
 
 def leave_lane(client: redis.Redis, scope: str, *, ticket: int = 1, slots: int = 1) -> None:
     """Ticket `ticket` released its lane as release.js does (record marked for 5 s, served
-    advanced, hold average kept 7 days)."""
+    advanced, a mutex's fast-path value, hold average kept 7 days)."""
     lane = ticket % slots
     draw(client, scope, ticket)
     released = {"released": True, "ticket": ticket, "lock_id": f"57-test-{scope}-{ticket}",
                 "released_at": "2026-03-01T12:00:00.000Z"}  # fmt: skip
     client.set(f"n8n-lock-{scope}:meta:{lane}", json.dumps(released), ex=5)
     client.set(f"n8n-lock-{scope}:served:{lane}", ticket)
+    if slots == 1:
+        client.set(f"n8n-lock-{scope}:fast", ticket * keys.FAST_SCALE)
     client.set(f"n8n-lock-{scope}:hold_ms", 250, ex=7 * 86400)

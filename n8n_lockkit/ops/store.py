@@ -74,7 +74,9 @@ redis.call('EXPIRE', KEYS[2], ARGV[2])
 return 1
 """
 
-# Forget an idle scope: delete its ticket, hold average, lanes' `served` and give-up markers.
+# Forget an idle scope: delete its ticket, hold average, fast-path value, lanes' `served` and
+# give-up markers. The fast-path value goes with the ticket: left behind, it would name a last
+# ticket out that the restarted tickets reach while an earlier one still holds.
 # KEYS: ticket, hold_ms, served:0..N-1, meta:0..N-1, then the gone:<t> markers the scan saw.
 # ARGV: N, the ticket the scan read, the quiet time (ms) since the last release, the scope's
 # key base, how many tickets after the scan read to clear markers for.
@@ -120,7 +122,7 @@ for i = tonumber(ARGV[2]) + 1, math.min(t, tonumber(ARGV[2]) + tonumber(ARGV[5])
 end
 for i = 3 + 2 * n, #KEYS do redis.call('DEL', KEYS[i]) end
 for k = 0, n - 1 do redis.call('DEL', KEYS[3 + k]) end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], ARGV[4] .. ':fast')
 return {1, raw}
 """
 # A scope whose ticket moved on by more than this since the scan is not taken for idle.

@@ -8,8 +8,12 @@ Engine v2 is a ticket lock with N lanes (N = 1: a mutex). Keys, per scope (`keys
     n8n-lock-<scope>:gone:<t>    ticket t gave up (timeout, fail-fast): skip it at once
     n8n-lock-<scope>:hold_ms     average hold time, to sleep until one's turn
 
-Uncontended, a lock costs four Redis node executions (ticket, read, hold, release) and no Code
-node: the decisions are Set node expressions, which n8n evaluates without a task runner.
+    n8n-lock-<scope>:fast        a mutex's fast path: the last ticket out, read by the ticket's INCR
+
+Uncontended, a mutex costs three Redis node executions (ticket, hold, release: the ticket's
+INCR node tells an arrival that it is next, so it skips the read) and no Code node: the
+decisions are Set node expressions, which n8n evaluates without a task runner. A semaphore,
+a scope's first arrival and every waiter read the line (a fourth).
 """
 
 from __future__ import annotations
@@ -31,13 +35,15 @@ Connections = dict[str, Any]
 _NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
 STEP = 220
 ROW = 200
-MIN_POLL_MS = 20
+MIN_POLL_MS = 10
 MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
 DEFAULT_HOLD_MS = 250
 RELEASE_ENTRY = "Lock Release Verdict"  # the release chain's first node
-HANDOFF_MS = 40  # release → the next holder's first body node, measured (bench.lock_bench)
+HANDOFF_MS = 55  # a place in line beyond its hold: release chain + handoff gap (bench.lock_bench)
 FAR_SLEEP_SHARE = 1.0  # a waiter not next in line sleeps this share of its expected wait
-WAKE_LATE_MS = 5  # the next in line wakes this long after the holder's expected release
+# The next in line wakes this long after the holder's expected release: the release's SET node
+# writes `served` about 10 ms after it starts (bench.lock_bench; 5 ms missed it by one look).
+WAKE_LATE_MS = 15
 # A head that has neither entered nor left a marker for this long is skipped. A live waiter
 # looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
 SKIP_GRACE_MS = keys.SKIP_GRACE_SECONDS * 1000
@@ -258,8 +264,8 @@ SET_EACH = {
     "value": "={{ $json.value }}",
     "keyType": "={{ $json.type }}",
     "valueIsJSON": True,
-    "expire": True,
-    "ttl": "={{ $json.ttl }}",
+    "expire": "={{ $json.ttl > 0 }}",
+    "ttl": "={{ Math.max(1, $json.ttl) }}",
 }
 
 
@@ -300,7 +306,8 @@ def acquire(
         n("Lock Ticket Items"),
         n("Lock Take Ticket"),
     )
-    look, read_items, read = n("Lock Look"), n("Lock Read Items"), n("Lock Read Line")
+    look, skip_read, read_items = n("Lock Look"), n("Lock Skip Read?"), n("Lock Read Items")
+    read = n("Lock Read Line")
     decide, enter = n("Lock Decide"), n("Lock Enter?")
     hold_items, hold = n("Lock Hold Items"), n("Lock Hold")
     keep_waiting, sleep = n("Lock Keep Waiting?"), n("Lock Sleep")
@@ -336,6 +343,16 @@ def acquire(
     g.connect(valid, 1, invalid)
     g.add(split_out(key, "lock-ticket-items", ticket_items, [x + STEP, y], "incr"))
     g.add(redis(key, "lock-take-ticket", take_ticket, [x + 2 * STEP, y], INCR_EACH, False))
+    waking = {
+        "__FAST_SCALE__": str(keys.FAST_SCALE),
+        "__HELD_MARK__": str(keys.HELD_MARK),
+        "__HELD_WRAP_MS__": str(keys.HELD_WRAP_MS),
+        "__MIN_POLL_MS__": str(MIN_POLL_MS),
+        "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
+        "__HANDOFF_MS__": str(HANDOFF_MS),
+        "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
+        "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
+    }
     look_script = expression(
         "read",
         {
@@ -343,9 +360,12 @@ def acquire(
             "__DECIDED__": f"{ref(decide)}.isExecuted",
             "__DECISION__": f"{ref(decide)}.first().json",
             "__TICKET__": f"{ref(take_ticket)}.first()",
+            "__DRAWN__": f"{ref(take_ticket)}.all()",
+            **waking,
         },
     )
     g.add(set_raw(key, "lock-look", look, [x + 3 * STEP, y], look_script))
+    g.add(if_node(key, "lock-skip-read", skip_read, [x + 4 * STEP, y - ROW], "$json.skip_read"))
     g.add(split_out(key, "lock-read-items", read_items, [x + 4 * STEP, y], "read"))
     g.add(
         redis(
@@ -366,12 +386,8 @@ def acquire(
             "__DEFAULT_HOLD_MS__": str(DEFAULT_HOLD_MS),
             "__WAIT_BUCKETS__": js_literal(list(keys.WAIT_BUCKETS)),
             "__SKIP_GRACE_MS__": str(SKIP_GRACE_MS),
-            "__MIN_POLL_MS__": str(MIN_POLL_MS),
             "__MAX_POLL_MS__": str(MAX_POLL_MS),
-            "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
-            "__HANDOFF_MS__": str(HANDOFF_MS),
-            "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
-            "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
+            **waking,
         },
     )
     g.add(set_raw(key, "lock-decide", decide, [x + 6 * STEP, y], decide_script))
@@ -390,7 +406,9 @@ def acquire(
     g.connect(valid, 0, ticket_items)
     g.connect(ticket_items, 0, take_ticket)
     g.connect(take_ticket, 0, look)
-    g.connect(look, 0, read_items)
+    g.connect(look, 0, skip_read)
+    g.connect(skip_read, 0, decide)
+    g.connect(skip_read, 1, read_items)
     g.connect(read_items, 0, read)
     g.connect(read, 0, decide)
     g.connect(decide, 0, enter)
@@ -498,6 +516,7 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()
             "__HELD__": held,
             "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
             "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS),
+            "__FAST_SCALE__": str(keys.FAST_SCALE),
         },
     )
     g.entry = g.add(set_raw(key, "lock-release-verdict", verdict, [x, y], script))

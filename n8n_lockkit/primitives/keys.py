@@ -15,6 +15,15 @@ JavaScript in `templates/js/engine/` builds the same names; `tests/e2e` proves b
   at once. A head that neither enters nor leaves this mark is skipped after SKIP_GRACE_SECONDS.
 - `n8n-lock-<scope>:hold_ms`: the scope's average hold time in ms (7 days), so that waiters
   sleep until their turn instead of polling.
+- `n8n-lock-<scope>:fast`: the uncontended fast path of a mutex (N = 1; no TTL). A release
+  SETs it to FAST_SCALE x its ticket, after `served`, and the next holder to FAST_SCALE x
+  (its ticket - 1) + HELD_MARK + its entry time (mod HELD_WRAP_MS); every arrival INCRs it
+  beside its ticket.
+  So one INCR node tells an arrival the last ticket that left (value // FAST_SCALE, never
+  more than `served`): when its own ticket is the next one, it is the head and enters without
+  reading the line. A value that is stale (an older release, a heal) only sends arrivals the
+  long way; the first arrival on a new scope always goes the long way (the value is then
+  below FAST_SCALE), which is also where it sees a holder of format 1.
 - `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> JSON {lock_id, ticket, slots}, TTL
   + 1 hour: the cleanup index (execution ids repeat across n8n instances; workflow ids do not).
 - `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days: arrived (every caller),
@@ -34,6 +43,13 @@ SERVED_SUFFIX = ":served:"
 LANE_META_SUFFIX = ":meta:"
 GONE_SUFFIX = ":gone:"
 HOLD_SUFFIX = ":hold_ms"
+FAST_SUFFIX = ":fast"
+# Arrivals between two releases stay below this, so value // FAST_SCALE is the last ticket out.
+FAST_SCALE = 100_000_000
+# A holder's Lock Hold sets the value to FAST_SCALE x (its ticket - 1) + HELD_MARK + its entry
+# time in ms modulo HELD_WRAP_MS: below the mark, the rest counts arrivals since a release.
+HELD_MARK = 50_000_000
+HELD_WRAP_MS = 10_000_000
 SKIP_GRACE_SECONDS = 5
 RELEASED_META_TTL_SECONDS = 5
 META_SUFFIX = ":meta"
@@ -97,6 +113,10 @@ def hold_key(scope: str) -> str:
     return f"{LOCK_PREFIX}{scope}{HOLD_SUFFIX}"
 
 
+def fast_key(scope: str) -> str:
+    return f"{LOCK_PREFIX}{scope}{FAST_SUFFIX}"
+
+
 def lane_of(ticket: int, slots: int) -> int:
     return ticket % slots
 
@@ -110,14 +130,14 @@ def head_of(served: int | None, lane: int, slots: int) -> int:
 # What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
 HOLD_TTL_SECONDS = 7 * 86400
 _LANE_KINDS = {SERVED_SUFFIX: "served", LANE_META_SUFFIX: "meta", GONE_SUFFIX: "gone"}
-_SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold"}
+_SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
 _V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 
 
 def parse_key(key: str) -> tuple[str, str, int | None] | None:
     """(scope, kind, number) of a key under LOCK_PREFIX, or None for another prefix.
 
-    Kinds: ticket, hold, served/meta (number = lane), gone (number = ticket); format 1's
+    Kinds: ticket, hold, fast, served/meta (number = lane), gone (number = ticket); format 1's
     v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was the bare scope).
     A scope may hold colons, so the kind is read from the end of the name."""
     if not key.startswith(LOCK_PREFIX):

@@ -14,10 +14,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
+from n8n_lockkit.primitives import keys
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
 from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, tickets_drawn, wait_until
 
 REDIS = {
@@ -192,6 +197,132 @@ def test_waiters_that_arrive_at_spaced_times_are_served_in_that_order(
     assert [r.status for r in results] == [200] * 7
     bodies = spans(lockbed, scope)
     assert sorted(bodies, key=lambda c: bodies[c][0]) == list(range(7))
+
+
+def saved_runs(bed: LockBed, key: str, scope: str, callers: int) -> dict[int, dict[str, Any]]:
+    """caller -> the run data (node name -> runs) of its saved execution."""
+    found: dict[int, dict[str, Any]] = {}
+
+    def saved() -> bool:
+        response = requests.get(
+            f"{bed.n8n.base_url}/api/v1/executions",
+            params={"workflowId": bed.workflow_id(key), "includeData": "true", "limit": "50"},
+            headers={"X-N8N-API-KEY": bed.n8n.api_key},
+            timeout=30,
+        )
+        response.raise_for_status()
+        for execution in response.json()["data"]:
+            runs = ((execution.get("data") or {}).get("resultData") or {}).get("runData") or {}
+            if "Webhook" not in runs:
+                continue
+            body = runs["Webhook"][0]["data"]["main"][0][0]["json"]["body"]
+            if body.get("scope") == scope:
+                found[body["who"]] = runs
+        return len(found) == callers
+
+    wait_until(saved, 20, f"the {callers} executions on {scope} are saved")
+    return found
+
+
+def line_reads(bed: LockBed, key: str, scope: str, callers: int) -> dict[int, int]:
+    """caller -> how many times its execution read the line (ran Lock Read Line)."""
+    runs = saved_runs(bed, key, scope, callers)
+    return {caller: len(run.get("Lock Read Line", [])) for caller, run in runs.items()}
+
+
+def test_an_arrival_right_after_the_last_release_enters_without_reading_the_line(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    """The fast path: the ticket's INCR node also tells the last ticket out, so the next
+    ticket enters at once. The first arrival on a new scope reads (it also looks for a holder
+    of format 1)."""
+    for caller in range(3):
+        assert call(lockbed, mutex, scope, caller).status == 200
+    assert line_reads(lockbed, mutex, scope, 3) == {0: 1, 1: 0, 2: 0}
+    assert lockbed.redis.get(f"n8n-lock-{scope}:fast") == str(3 * keys.FAST_SCALE)
+
+
+def test_an_arrival_while_a_fast_path_holder_holds_reads_the_line_and_waits(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    assert call(lockbed, mutex, scope, 0).status == 200  # the scope's first: the long way
+    with ThreadPoolExecutor(2) as pool:
+        holder = pool.submit(call, lockbed, mutex, scope, 1, hold_ms=1500)
+        wait_until(lambda: 1 in starts(lockbed, scope), 20, "the fast-path caller holds")
+        waiter = call(lockbed, mutex, scope, 2, hold_ms=10)
+        assert holder.result().status == 200 and waiter.status == 200
+    bodies = spans(lockbed, scope)
+    assert bodies[2][0] >= bodies[1][1], "the arrival entered beside the fast-path holder"
+    reads = line_reads(lockbed, mutex, scope, 3)
+    assert reads[1] == 0 and reads[2] >= 1
+
+
+def test_waiters_sleep_until_their_expected_turn_before_their_first_read(
+    lockbed: LockBed, mutex: str, scope: str
+) -> None:
+    """A waiter's ticket INCR node also says how many tickets are ahead, the hold average and
+    when the holder entered, so it sleeps until its expected turn before it reads the line,
+    and is still served in its turn."""
+    assert call(lockbed, mutex, scope, 0, hold_ms=600).status == 200  # an average, a release
+    with ThreadPoolExecutor(4) as pool:
+        holder = pool.submit(call, lockbed, mutex, scope, 1, hold_ms=600)
+        wait_until(lambda: 1 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        waiters = []
+        for caller in (2, 3, 4):
+            waiters.append(pool.submit(call, lockbed, mutex, scope, caller, hold_ms=600))
+            time.sleep(0.1)
+        assert [f.result().status for f in (holder, *waiters)] == [200] * 4
+    bodies = spans(lockbed, scope)
+    assert sorted(bodies, key=lambda c: bodies[c][0]) == [0, 1, 2, 3, 4]
+    assert most_at_once(list(bodies.values())) == 1
+    runs = saved_runs(lockbed, mutex, scope, 5)
+    for caller in (2, 3, 4):
+        first_sleep = runs[caller]["Lock Sleep"][0]["startTime"]
+        assert first_sleep < runs[caller]["Lock Read Line"][0]["startTime"], caller
+    # The third in line sleeps past the first waiter's turn before it looks at all.
+    assert runs[4]["Lock Read Line"][0]["startTime"] >= bodies[2][0] - 100
+
+
+PREVIOUS_FORM = Path(__file__).parents[1] / "fixtures" / "upgrade" / "format2_caller.template.json"
+
+
+@pytest.fixture(scope="module")
+def previous_form(lockbed: LockBed) -> str:
+    """The same workflow wrapped by n8nlock 0fd2f5e, before the fast path: its arrivals write
+    no fast-path value, and its releases leave it behind `served`."""
+    key = f"engine_prev_{uuid.uuid4().hex[:6]}"
+    text = PREVIOUS_FORM.read_text().replace('"path": "format2_caller"', f'"path": "{key}"')
+    (lockbed.root / "workflows" / f"{key}.template.json").write_text(text)
+    env = load_env(Workspace(lockbed.root), "e2e")
+    env.register_workflow(key, f"e2e engine previous form {key}")
+    env.document.path.write_text(env.document.dumps())
+    run_cli(lockbed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+def test_callers_wrapped_before_the_fast_path_and_after_share_a_scope_safely(
+    lockbed: LockBed, mutex: str, previous_form: str, scope: str
+) -> None:
+    """During a rollout both forms run on one scope. A release of the previous form does not
+    move the fast-path value, so the next arrival of this form reads the line instead of
+    trusting it; contended, the two forms never hold the scope at once."""
+    assert call(lockbed, mutex, scope, 0).status == 200
+    assert call(lockbed, previous_form, scope, 1).status == 200
+    assert call(lockbed, mutex, scope, 2).status == 200
+    assert line_reads(lockbed, mutex, scope, 2) == {0: 1, 2: 1}
+    total = 80
+    with ThreadPoolExecutor(16) as pool:
+        calls = list(
+            pool.map(
+                lambda i: call(lockbed, (mutex, previous_form)[i % 2], scope, i, hold_ms=5),
+                range(3, 3 + total),
+            )
+        )
+    assert [c.status for c in calls] == [200] * total, [c.body for c in calls if c.status != 200]
+    bodies = spans(lockbed, scope)
+    assert len(bodies) == 3 + total
+    assert most_at_once(list(bodies.values())) == 1
+    assert held_lanes(lockbed.redis, scope) == []
 
 
 def starts(bed: LockBed, scope: str) -> set[int]:

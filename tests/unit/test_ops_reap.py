@@ -253,6 +253,9 @@ def test_idle_forgets_a_scope_reaped_in_the_same_run_and_keeps_busy_ones(
     assert decisions[("order-4", None)].reason == "not idle: ticket 1 is in line in lane 0"
     left = set(redis_client.keys("n8n-lock-*"))
     assert "n8n-lock-order-1:ticket" not in left and "n8n-lock-order-3:served:0" not in left
+    # The fast-path value goes with the ticket: kept, it would let the restarted ticket 2 in
+    # beside ticket 1.
+    assert "n8n-lock-order-3:fast" not in left
     assert {"n8n-lock-order-2:ticket", "n8n-lock-order-4:ticket"} <= left
     again = reap(redis_client, Executions({"58": "running"}), idle=True)
     assert sorted(again) == [("order-2", 0), ("order-4", None)]

@@ -9,6 +9,7 @@ import redis
 
 from n8n_lockkit.ops import locks, release
 from n8n_lockkit.ops.store import ForeignKey, LockStore, ScopeState
+from n8n_lockkit.primitives import keys
 from tests.redis_bed import draw, hold_lane, leave_lane
 
 
@@ -129,6 +130,11 @@ def test_scan_finds_scopes_with_colons_and_reports_held_locks_of_format_1(
     assert [s.scope for s in scan.states] == ["order-2", "tenant:order-1"]
     assert [lane.scope for lane in locks.held_lanes(scan)] == ["tenant:order-1"]
     assert scan.v1_held == ["order-9"] and scan.foreign == []
+
+
+def test_a_mutex_fast_path_value_is_its_scope_s_key_not_a_counter_of_format_1() -> None:
+    assert keys.parse_key("n8n-lock-tenant:order-2:fast") == ("tenant:order-2", "fast", None)
+    assert keys.parse_key("n8n-lock-order-2") == ("order-2", "v1_counter", None)
 
 
 def test_read_takes_the_scope_literally(redis_client: redis.Redis, store: LockStore) -> None:

@@ -37,10 +37,15 @@ return {
   deadline_ms: now + maxWait * 1000,
   stats_prefix: `n8nlock:stats:${hour}:`,
   index_key: `n8nlock:exec:${workflowId}:${executionId}`,
-  // One INCR node: the ticket (a scalar, never expires: it is also the fence) and a count.
+  // One INCR node: the ticket (a scalar, never expires: it is also the fence), a count, and
+  // for a mutex the fast-path value that tells whether the ticket is next (keys.py). A mutex
+  // caller that may wait also reads the hold average this way (+1 ms per arrival until the
+  // next release sets it again), so that one far back in line sleeps before its first read.
   incr: [
     { key: `${base}:ticket`, expire: false, ttl: 1 },
     { key: `n8nlock:stats:${hour}:arrived:${scope}`, expire: true, ttl: __STATS_TTL__ },
+    ...(slots === 1 ? [{ key: `${base}:fast`, expire: false, ttl: 1 }] : []),
+    ...(slots === 1 && wait ? [{ key: `${base}:hold_ms`, expire: false, ttl: 1 }] : []),
   ],
 };
 } catch (error) {

@@ -3,7 +3,19 @@
 // last ticket that left it, so the lane's head is served + slots.
 const ctx = __CONTEXT__;
 const look = __LOOK__;
-const [servedRaw, metaRaw, goneRaw, holdRaw, oldRaw] = __READ__.map((item) => item.json.value);
+// Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
+// starts at that read.
+if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefined) {
+  return {
+    ticket: look.ticket, lane: look.lane, head: look.last_out + 1, served: look.last_out,
+    quiet_since: null, overdue: 0, state: 'wait', wake_ms: look.sleep_first_ms,
+    sleep_seconds: Math.max(0.01, Math.round(look.sleep_first_ms / 10) / 100),
+  };
+}
+// On the fast path nothing was read: the ticket before this one is the last out (read.js).
+const [servedRaw, metaRaw, goneRaw, holdRaw, oldRaw] = look.fast
+  ? [String(look.ticket - 1), null, null, null, null]
+  : __READ__.map((item) => item.json.value);
 // A holder of the format before engine v2 (a count at the bare scope key) still holds the
 // scope: during an upgrade the new form waits for it instead of entering beside it.
 const oldHolder = oldRaw !== null && oldRaw !== undefined && Number(oldRaw) >= 1;
@@ -41,6 +53,9 @@ if (t === head && !oldHolder) {
     set: [
       { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
       { key: ctx.index_key, type: 'hash', value: JSON.stringify({ [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N }) }), ttl: ctx.ttl_seconds + 3600 },
+      // A mutex's fast-path value keeps naming the last ticket out (t - 1, which `served` is),
+      // and tells arrivals when this ticket entered (read.js).
+      ...(N === 1 ? [{ key: `${ctx.base}:fast`, type: 'string', value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: 0 }] : []),
     ],
   };
 }

@@ -16,6 +16,8 @@ return {
   set: [
     { key: `${base}:meta:${held.lane}`, value: JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() }), ttl: __RELEASED_TTL__ },
     { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },
+    // After `served`, so that it never names a later ticket than `served` does (keys.py).
+    ...(held.slots === 1 ? [{ key: `${base}:fast`, value: String(held.ticket * __FAST_SCALE__), ttl: 0 }] : []),
     { key: `${base}:hold_ms`, value: String(average), ttl: 604800 },
   ],
 };
