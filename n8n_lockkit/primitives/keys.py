@@ -44,7 +44,9 @@ LANE_META_SUFFIX = ":meta:"
 GONE_SUFFIX = ":gone:"
 HOLD_SUFFIX = ":hold_ms"
 FAST_SUFFIX = ":fast"
-# Arrivals between two releases stay below this, so value // FAST_SCALE is the last ticket out.
+# Arrivals between two writes stay far below this, so value // FAST_SCALE is the last ticket
+# out. Past 4 x 10^7 INCRs it would read one ticket too late, but each INCR comes with a ticket
+# drawn in the same node, so every arrival's ticket is then millions past it: none is "next".
 FAST_SCALE = 100_000_000
 # A holder's Lock Hold sets the value to FAST_SCALE x (its ticket - 1) + HELD_MARK + its entry
 # time in ms modulo HELD_WRAP_MS: below the mark, the rest counts arrivals since a release.
