@@ -117,10 +117,14 @@ class LockBed:
     def workflow_id(self, key: str) -> str:
         return str(load_env(Workspace(self.root), "e2e").data["workflows"][key]["id"])
 
-    def executions(self, workflow_id: str) -> list[dict[str, Any]]:
+    def executions(self, workflow_id: str, *, with_data: bool = False) -> list[dict[str, Any]]:
+        """The workflow's last 250 executions (with their run data: the last 50)."""
+        params = {"workflowId": workflow_id, "limit": "250"}
+        if with_data:
+            params.update(includeData="true", limit="50")
         response = requests.get(
             f"{self.n8n.base_url}/api/v1/executions",
-            params={"workflowId": workflow_id, "limit": "250"},
+            params=params,
             headers={"X-N8N-API-KEY": self.n8n.api_key},
             timeout=30,
         )

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.workspace.envconfig import load_env
@@ -204,14 +203,7 @@ def saved_runs(bed: LockBed, key: str, scope: str, callers: int) -> dict[int, di
     found: dict[int, dict[str, Any]] = {}
 
     def saved() -> bool:
-        response = requests.get(
-            f"{bed.n8n.base_url}/api/v1/executions",
-            params={"workflowId": bed.workflow_id(key), "includeData": "true", "limit": "50"},
-            headers={"X-N8N-API-KEY": bed.n8n.api_key},
-            timeout=30,
-        )
-        response.raise_for_status()
-        for execution in response.json()["data"]:
+        for execution in bed.executions(bed.workflow_id(key), with_data=True):
             runs = ((execution.get("data") or {}).get("resultData") or {}).get("runData") or {}
             if "Webhook" not in runs:
                 continue
@@ -239,7 +231,7 @@ def test_an_arrival_right_after_the_last_release_enters_without_reading_the_line
     for caller in range(3):
         assert call(lockbed, mutex, scope, caller).status == 200
     assert line_reads(lockbed, mutex, scope, 3) == {0: 1, 1: 0, 2: 0}
-    assert lockbed.redis.get(f"n8n-lock-{scope}:fast") == str(3 * keys.FAST_SCALE)
+    assert lockbed.redis.get(keys.fast_key(scope)) == str(3 * keys.FAST_SCALE)
 
 
 def test_an_arrival_while_a_fast_path_holder_holds_reads_the_line_and_waits(
