@@ -57,7 +57,9 @@ def _count(value: bytes | str | None) -> int:
 
 
 def old_format_activity(client: redis.Redis) -> OldFormatActivity:
-    """Format-1 holders and waiters, found with SCAN (never KEYS)."""
+    """Format-1 holders and waiters, found with SCAN (never KEYS). A format-1 holder's record
+    is `n8n-lock-<scope>:meta`; engine v2's records (`:meta:<k>`, a lane's, and format 3's
+    `:holder:<t>`, a ticket's) end in a number and never match."""
     held = sorted(
         key.removeprefix(keys.LOCK_PREFIX).removesuffix(keys.META_SUFFIX)
         for key in client.scan_iter(

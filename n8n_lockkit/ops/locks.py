@@ -1,4 +1,10 @@
-"""`n8nlock locks`: every held lane, with its holder and the link to its execution in n8n."""
+"""`n8nlock locks`: every held lane, with its holder and the link to its execution in n8n.
+
+The holder is read from its own record (format 3: `holder:<t>`, the lease the engine decides
+on; format 2: the lane's `meta:<k>`), never from a format-3 lane copy alone, which a caller
+skipped while it stalled may have written late. JSON keeps format 2's fields (`key` is still
+the lane's key) and adds `record_key` (where the holder's record is) and `format`.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +46,7 @@ def execution_url(n8n_url: str, meta: dict[str, Any] | None) -> str | None:
 
 
 def held_lanes(scan: Scan) -> list[Lane]:
-    """Every lane a holder's record is on, by scope then lane."""
+    """Every lane a holder holds, by scope then lane."""
     return [lane for state in scan.states for lane in state.held]
 
 
@@ -56,6 +62,8 @@ def lock_as_dict(lane: Lane, n8n_url: str, waiting: int) -> dict[str, Any]:
         "lane": lane.lane,
         "slots": lane.slots,
         "key": lane.key,
+        "record_key": lane.record_key,
+        "format": lane.format,
         "holder": {
             "lock_id": meta.get("lock_id"),
             "workflow_id": meta.get("workflow_id"),

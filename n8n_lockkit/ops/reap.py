@@ -1,17 +1,21 @@
 """`n8nlock reap`: free the lanes no running execution holds any more.
 
-- A lane whose record names an execution that has ended (success, error, crashed, canceled)
-  or no longer exists is released at once, as its holder would have released it: n8n's API
-  (`GET /executions/{id}`, asked per id, since the list endpoint has left out waiting
+- A lane whose holder's record (format 3: the ticket's own `holder:<t>`, not the lane's copy;
+  format 2: the lane's `meta:<k>`) names an execution that has ended (success, error, crashed,
+  canceled) or no longer exists is released at once, as its holder would have released it:
+  n8n's API (`GET /executions/{id}`, asked per id, since the list endpoint has left out waiting
   executions, n8n issue #14748) is the proof. The release is one Lua script that compares the
   record's lock_id and ticket, so a lane that changed hands meanwhile is left alone.
-- A record without TTL that holds nothing (a released or an unreadable one) has no holder to
-  ask about. Reap looks twice, `grace` seconds apart, and deletes it only if it did not change.
+- A lane record without TTL that holds nothing (a released or an unreadable one, or a stale
+  copy of a format-3 record) has no holder to ask about. Reap looks twice, `grace` seconds
+  apart, and deletes it only if it did not change.
 - A lane whose head neither holds nor waits is the engine's matter: the caller behind it skips
   it (keys.SKIP_GRACE_SECONDS). Reap leaves it alone.
-- With `idle`, a scope with no holder and no caller in line loses its scalars (ticket, served,
-  hold average, give-up markers): engine v2 leaves two per scope behind (`:ticket` and one
-  `:served:<k>` per lane) until then, since they must not expire while a caller is in line.
+- With `idle`, a scope with no holder, no caller in line and no `gone` mark left loses its
+  scalars (ticket, served, hold average, fast-path value): engine v2 leaves two per scope
+  behind (`:ticket` and one `:served:<k>` per lane) until then, since they must not expire
+  while a caller is in line. A `gone` mark keeps the scope until it expires (a day at least):
+  a caller skipped while it stalled may still write its record and must find its mark.
 
 The report lists every decision.
 """
@@ -22,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from n8n_lockkit.ops.store import Lane, LockStore, ScopeState
+from n8n_lockkit.ops.store import Lane, LockStore, ScopeState, describe_copy
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.remote.n8n_client import N8nNotFound
 
@@ -65,25 +69,36 @@ class Verdict:
 
 
 def orphan_reason(lane: Lane) -> str | None:
-    """Why a lane's record has no holder to ask about and never expires, or None."""
+    """Why a lane's record (`meta:<k>`) has no holder to ask about and never expires, or
+    None."""
     if lane.meta_raw is None or lane.meta_pttl_ms != -1 or lane.held:
         return None
-    return "unreadable meta without TTL" if lane.meta is None else "released record without TTL"
+    if lane.copy is None:
+        return "unreadable meta without TTL"
+    if lane.copy.get("released"):
+        return "released record without TTL"
+    return f"stale copy ({describe_copy(lane.copy)}) without TTL"
 
 
 def idle_reason(state: ScopeState, quiet_seconds: float) -> str | None:
     """Why `state` is not idle, or None when it is: the condition of the forget script in
-    store.py, on the snapshot (a dry run shows it; the script decides again atomically)."""
+    store.py, on the snapshot (a dry run shows it; the script decides again atomically, and
+    also reads the records of the tickets the lanes' copies name)."""
     if state.ticket is None:
         return "no ticket"
     for lane in state.lanes:
-        if lane.meta_raw is not None and not (lane.meta or {}).get("released"):
+        if lane.held or (lane.meta_raw is not None and lane.copy is None):
             return f"lane {lane.lane} is held"
         head = lane.head
         while head in state.gone:
             head += state.slots
         if state.ticket >= head:
             return f"ticket {head} is in line in lane {lane.lane}"
+    if state.gone:
+        return (
+            f"ticket {min(state.gone)} gave up or was skipped: kept until its mark expires (a "
+            "caller skipped while it stalled may still wake)"
+        )
     # `release.js` gives the hold average its full TTL at every release.
     if keys.HOLD_TTL_SECONDS - state.hold_pttl_ms / 1000 < quiet_seconds:
         return "released too recently"
@@ -140,6 +155,7 @@ class HolderCheck:
 # Why a release changed nothing, by the release script's answer.
 _UNCHANGED = {
     "released": "its holder released it meanwhile",
+    "withdrawn": "it withdrew meanwhile (it had been skipped while it stalled)",
     "gone": "its record expired meanwhile",
 }
 
@@ -174,7 +190,7 @@ class Reaper:
     def _decide(self, lane: Lane, verdict: Verdict) -> Decision:
         reason = verdict.reason
         if not verdict.free:
-            if lane.meta_pttl_ms == -1:
+            if lane.record_pttl_ms == -1:
                 reason += "; its record has no TTL, so it is freed only when that execution ends"
             return self._about(lane, "kept", reason)
         if self.dry_run:

@@ -1,9 +1,10 @@
 """`n8nlock release SCOPE --force`: free one lane whatever its holder is doing.
 
 The operator is shown the holder first; the lane is then released as its holder would release
-it (its record marked released, its `served` advanced to the holder's ticket, so the next
-ticket in line enters at once), in one Lua script, and only if the record still names the
-holder that was shown: a lane that changed hands meanwhile is left alone.
+it (its `served` advanced to the holder's ticket, its record marked released: format 3, the
+ticket's own `holder:<t>` and the lane's copy when it is that ticket's; so the next ticket in
+line enters at once), in one Lua script, and only if the record still names the holder that
+was shown: a lane that changed hands meanwhile is left alone.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class Released:
 # Why nothing changed, by the release script's answer.
 NOT_RELEASED = {
     "released": "its holder released it meanwhile",
+    "withdrawn": "it withdrew meanwhile (it had been skipped while it stalled, and held nothing)",
     "gone": "its record expired meanwhile (the lock's TTL ran out)",
 }
 

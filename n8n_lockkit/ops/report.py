@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from n8n_lockkit.ops.locks import execution_url
 from n8n_lockkit.ops.reap import Decision
 from n8n_lockkit.ops.stats import QUANTILES, ScopeStats
-from n8n_lockkit.ops.store import Lane, Scan
+from n8n_lockkit.ops.store import Lane, Scan, describe_copy
 from n8n_lockkit.primitives.keys import SKIP_GRACE_SECONDS, WAIT_BUCKETS
 
 NOT_TRACKED = "-"
@@ -50,7 +50,7 @@ def lane_label(lane: Lane) -> str:
 
 
 def expires_in(lane: Lane) -> str:
-    return "never (!)" if lane.meta_pttl_ms == -1 else duration(lane.ttl_seconds)
+    return "never (!)" if lane.record_pttl_ms == -1 else duration(lane.ttl_seconds)
 
 
 def locks_lines(scan: Scan, n8n_url: str) -> list[str]:
@@ -75,17 +75,31 @@ def locks_lines(scan: Scan, n8n_url: str) -> list[str]:
     lines = table(headers, rows) if rows else []
     for state in scan.states:
         for lane in state.held:
-            if lane.meta_pttl_ms == -1:
+            if lane.record_pttl_ms == -1:
                 lines.append(
                     f"! {lane.scope}: the record of lane {lane.lane} has no TTL and never "
                     "expires; `n8nlock reap` frees it once its holder has ended"
                 )
+            if lane.copy_is_stale:
+                lines.append(stale_copy_line(lane))
         if state.waiting and not state.held:
             lines.append(
                 f"! {state.scope}: {state.waiting} caller(s) in line and no lane held: the next "
                 f"is entering, or died and is skipped {SKIP_GRACE_SECONDS} s after its turn"
             )
     return lines
+
+
+def stale_copy_line(lane: Lane) -> str:
+    """A format-3 holder whose lane copy (what format-2 callers read) is not its record."""
+    where = f"! {lane.scope}: lane {lane.lane}'s holder is ticket {lane.ticket} ({lane.record_key})"
+    if lane.meta_raw is None:
+        return f"{where}, and {lane.key} has no copy of it: callers of format 2 do not see it"
+    return (
+        f"{where}; its copy {lane.key} names {describe_copy(lane.copy)} (a late write of a "
+        "caller that was skipped while it stalled, or a write under way): callers of format 2 "
+        "read that copy"
+    )
 
 
 def release_lines(lane: Lane, n8n_url: str) -> list[str]:
@@ -99,8 +113,19 @@ def release_lines(lane: Lane, n8n_url: str) -> list[str]:
         f"  locked at  {meta.get('locked_at')} ({duration(lane.age_seconds)} ago), "
         f"ticket {lane.ticket}",
         f"  expires in {expires_in(lane)}",
-        f"  releases   {lane.key} (marked released), {lane.served_key} := {lane.ticket}",
+        f"  releases   {lane.record_key} (marked released), {lane.served_key} := {lane.ticket}"
+        + _copy_release(lane),
     ]
+
+
+def _copy_release(lane: Lane) -> str:
+    """What a release of a format-3 holder does to its lane's copy (store._RELEASE_IF_HOLDER:
+    it marks the copy when it names the holder, or is absent)."""
+    if lane.holder is None:
+        return ""
+    if lane.meta_raw is not None and not lane.copy_names_holder:
+        return f", not its lane's copy {lane.key} ({describe_copy(lane.copy)})"
+    return f", {lane.key} (its lane's copy, marked released)"
 
 
 def reap_lines(decisions: Sequence[Decision]) -> list[str]:

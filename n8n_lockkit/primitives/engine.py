@@ -4,8 +4,9 @@ Engine v2 is a ticket lock with N lanes (N = 1: a mutex). Keys, per scope (`keys
 
     n8n-lock-<scope>:ticket      INCR per arrival; the ticket is also the fence
     n8n-lock-<scope>:served:<k>  the last ticket that left lane k (SET; the lane's head is +N)
-    n8n-lock-<scope>:meta:<k>    the holder of lane k (JSON, the lock's TTL)
-    n8n-lock-<scope>:gone:<t>    ticket t gave up (timeout, fail-fast): skip it at once
+    n8n-lock-<scope>:holder:<t>  ticket t's record once it entered (JSON, the lock's TTL)
+    n8n-lock-<scope>:meta:<k>    a copy of lane k's holder record (operators, format 2)
+    n8n-lock-<scope>:gone:<t>    ticket t gave up or was skipped
     n8n-lock-<scope>:hold_ms     average hold time, to sleep until one's turn
 
     n8n-lock-<scope>:fast        a mutex's fast path: the last ticket out, read by the ticket's INCR
@@ -13,7 +14,9 @@ Engine v2 is a ticket lock with N lanes (N = 1: a mutex). Keys, per scope (`keys
 Uncontended, a mutex costs three Redis node executions (ticket, hold, release: the ticket's
 INCR node tells an arrival that it is next, so it skips the read) and no Code node: the
 decisions are Set node expressions, which n8n evaluates without a task runner. A semaphore,
-a scope's first arrival and every waiter read the line (a fourth).
+a scope's first arrival and every waiter read the line (a fourth), and a caller that writes
+its record later than SAFE_ENTRY_MS after drawing its ticket reads its `gone` mark (one more:
+it may have been skipped meanwhile; `verify.js`).
 """
 
 from __future__ import annotations
@@ -311,7 +314,11 @@ def acquire(
     decide, enter = n("Lock Decide"), n("Lock Enter?")
     hold_items, hold = n("Lock Hold Items"), n("Lock Hold")
     keep_waiting, sleep = n("Lock Keep Waiting?"), n("Lock Sleep")
-    skip_test, skip = n("Lock Skip Head?"), n("Lock Skip Head")
+    skip_test, skip_items, skip = n("Lock Skip Head?"), n("Lock Skip Items"), n("Lock Skip Head")
+    verify, check, skipped = n("Lock Verify"), n("Lock Check Skipped"), n("Lock Was Skipped?")
+    withdraw, withdraw_items, withdrawn = (
+        n("Lock Withdraw"), n("Lock Withdraw Items"), n("Lock Withdrawn")
+    )  # fmt: skip
     requeue = n("Lock Requeue?")
     leave, leave_items, count_leave, refused = (
         n("Lock Leave Line"), n("Lock Give-Up Stats"), n("Lock Count Give-Up"), n("Lock Refused")
@@ -327,6 +334,7 @@ def acquire(
             "__INPUT__": _input_js(inputs),
             "__DEFAULT_TTL__": str(options.default_ttl_seconds),
             "__DEFAULT_MAX_WAIT__": str(options.default_max_wait_seconds),
+            "__GONE_MIN_TTL__": str(keys.GONE_MIN_TTL_SECONDS),
         },
     )
     g.entry = g.add(set_raw(key, "lock-context", context, [x, y], context_script))
@@ -387,6 +395,7 @@ def acquire(
             "__WAIT_BUCKETS__": js_literal(list(keys.WAIT_BUCKETS)),
             "__SKIP_GRACE_MS__": str(SKIP_GRACE_MS),
             "__MAX_POLL_MS__": str(MAX_POLL_MS),
+            "__FORMAT__": str(keys.FORMAT),
             **waking,
         },
     )
@@ -414,7 +423,48 @@ def acquire(
     g.connect(decide, 0, enter)
     g.connect(enter, 0, hold_items)
     g.connect(hold_items, 0, hold)
-    g.exits["held"] = [(hold, 0)]
+    # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
+    decision = f"{ref(decide)}.first().json"
+    verify_test = expression(
+        "verify",
+        {"__DECISION__": decision, "__SAFE_ENTRY_MS__": str(keys.SAFE_ENTRY_MS)},
+    )
+    verify_js = verify_test.removeprefix("={{ ").removesuffix(" }}")
+    g.add(if_node(key, "lock-verify", verify, [x + 10 * STEP, y], f"{verify_js}.check"))
+    g.add(
+        redis(
+            key,
+            "lock-check-skipped",
+            check,
+            [x + 11 * STEP, y + ROW],
+            {
+                "operation": "get",
+                "propertyName": "gone",
+                "key": f"={{{{ {decision}.gone_key }}}}",
+                "keyType": "string",
+                "options": {"dotNotation": False},
+            },
+            True,
+        )
+    )
+    g.add(
+        if_node(key, "lock-was-skipped", skipped, [x + 12 * STEP, y + ROW], "$json.gone !== null")
+    )
+    withdraw_script = expression(
+        "withdraw",
+        {"__DECISION__": decision, "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS)},
+    )
+    g.add(set_raw(key, "lock-withdraw", withdraw, [x + 13 * STEP, y + 2 * ROW], withdraw_script))
+    at = [x + 14 * STEP, y + 2 * ROW]
+    g.add(split_out(key, "lock-withdraw-items", withdraw_items, at, "set"))
+    g.add(redis(key, "lock-withdrawn", withdrawn, [x + 15 * STEP, y + 2 * ROW], SET_EACH, False))
+    g.connect(hold, 0, verify)
+    g.connect(verify, 0, check)
+    g.connect(check, 0, skipped)
+    g.connect(skipped, 0, withdraw)
+    g.connect(withdraw, 0, withdraw_items)
+    g.connect(withdraw_items, 0, withdrawn)
+    g.exits["held"] = [(verify, 1), (skipped, 1)]
     # Not entering: wait, skip a dead head, draw again, or give up.
     below = y + 2 * ROW
     g.add(if_node(key, "lock-keep-waiting", keep_waiting, [x + 8 * STEP, below], _state("wait")))
@@ -431,22 +481,9 @@ def acquire(
         )
     )
     g.add(if_node(key, "lock-skip-test", skip_test, [x + 9 * STEP, below + ROW], _state("skip")))
-    g.add(
-        redis(
-            key,
-            "lock-skip",
-            skip,
-            [x + 10 * STEP, y + 3 * ROW],
-            {
-                "operation": "set",
-                "key": "={{ $json.skip.key }}",
-                "value": "={{ $json.skip.value }}",
-                "keyType": "string",
-                "expire": False,
-            },
-            True,
-        )
-    )
+    at = [x + 10 * STEP, y + 3 * ROW]
+    g.add(split_out(key, "lock-skip-items", skip_items, at, "skip"))
+    g.add(redis(key, "lock-skip", skip, [x + 11 * STEP, y + 3 * ROW], SET_EACH, False))
     g.add(
         if_node(key, "lock-requeue", requeue, [x + 10 * STEP, below + 2 * ROW], _state("requeue"))
     )
@@ -486,10 +523,20 @@ def acquire(
     g.connect(keep_waiting, 0, sleep)
     g.connect(sleep, 0, look)
     g.connect(keep_waiting, 1, skip_test)
-    g.connect(skip_test, 0, skip)
+    g.connect(skip_test, 0, skip_items)
+    g.connect(skip_items, 0, skip)
     g.connect(skip, 0, look)
     g.connect(skip_test, 1, requeue)
     g.connect(requeue, 0, ticket_items)
+    redraw = n("Lock Redraw")
+    g.add(
+        set_raw(
+            key, "lock-redraw", redraw, [x + 16 * STEP, y + 2 * ROW],
+            f"={{{{ {{ incr: {ref(withdraw)}.first().json.incr }} }}}}",
+        )
+    )  # fmt: skip
+    g.connect(withdrawn, 0, redraw)
+    g.connect(redraw, 0, ticket_items)
     g.connect(requeue, 1, leave)
     g.connect(leave, 0, leave_items)
     g.connect(leave_items, 0, count_leave)

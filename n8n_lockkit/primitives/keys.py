@@ -1,18 +1,26 @@
 """The Redis keys n8nlock's primitives write, as the operator commands read them.
 
-Engine v2 (format 2) is a ticket lock with N lanes, N = `--max-concurrent` (1: a mutex). The
-JavaScript in `templates/js/engine/` builds the same names; `tests/e2e` proves both agree.
+Engine v2 is a ticket lock with N lanes, N = `--max-concurrent` (1: a mutex). Format 3 made
+it stall-safe: the holder's record is per ticket, and a caller that entered late checks that
+nobody skipped it (README, *The lock engine*). The JavaScript in `templates/js/engine/` builds
+the same names; `tests/e2e` proves both agree.
 
 - `n8n-lock-<scope>:ticket`: INCR by every arrival. A scalar without TTL: the ticket is the
   fence, and it must never go back while a lane remembers a later ticket.
 - `n8n-lock-<scope>:served:<k>`: the last ticket that left lane k = ticket % N (SET, no TTL).
   Ticket t holds the lock when t == served + N: lanes serve their tickets in order.
-- `n8n-lock-<scope>:meta:<k>`: lane k's holder (JSON: lock_id, scope, ticket, fence, slots,
-  workflow_id, workflow_name, execution_id, locked_at/locked_ms, expires_at/expires_ms,
-  ttl_seconds), with the lock's TTL. A release overwrites it with {released: true, ticket,
-  lock_id, released_at} for 5 s before it advances `served`.
-- `n8n-lock-<scope>:gone:<t>`: ticket t gave up (timeout, fail-fast); the waiter behind skips it
-  at once. A head that neither enters nor leaves this mark is skipped after SKIP_GRACE_SECONDS.
+- `n8n-lock-<scope>:holder:<t>`: ticket t's record, once it entered (JSON: lock_id, scope,
+  ticket, fence, slots, format, workflow_id, workflow_name, execution_id, locked_at/locked_ms,
+  expires_at/expires_ms, ttl_seconds), with the lock's TTL: the lease. A release overwrites it
+  with {released: true, ticket, lock_id, released_at} for 5 s, after it advances `served`. One
+  key per ticket, so a caller that writes late can never overwrite another caller's record.
+- `n8n-lock-<scope>:meta:<k>`: a copy of lane k's holder record, for the operator commands,
+  `lock_release` calls without a ticket, and callers of format 2 (whose own record it was).
+  The engine of format 3 decides nothing on it, except to wait for a format-2 holder.
+- `n8n-lock-<scope>:gone:<t>`: ticket t left the line: it gave up (timeout, fail-fast), or the
+  caller behind skipped it (SET before that caller advances `served`; a caller that entered
+  late reads it to find out). The waiter behind skips a marked head at once; an unmarked head
+  that neither enters nor leaves is skipped after SKIP_GRACE_SECONDS.
 - `n8n-lock-<scope>:hold_ms`: the scope's average hold time in ms (7 days), so that waiters
   sleep until their turn instead of polling.
 - `n8n-lock-<scope>:fast`: the uncontended fast path of a mutex (N = 1; no TTL). A release
@@ -36,11 +44,12 @@ Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fenc
 
 from __future__ import annotations
 
-FORMAT = 2
+FORMAT = 3
 LOCK_PREFIX = "n8n-lock-"
 TICKET_SUFFIX = ":ticket"
 SERVED_SUFFIX = ":served:"
 LANE_META_SUFFIX = ":meta:"
+HOLDER_SUFFIX = ":holder:"
 GONE_SUFFIX = ":gone:"
 HOLD_SUFFIX = ":hold_ms"
 FAST_SUFFIX = ":fast"
@@ -53,6 +62,13 @@ FAST_SCALE = 100_000_000
 HELD_MARK = 50_000_000
 HELD_WRAP_MS = 10_000_000
 SKIP_GRACE_SECONDS = 5
+# A caller that wrote its record within this long of drawing its ticket enters without reading
+# its `gone` mark: a caller behind it skips it only after SKIP_GRACE_SECONDS of quiet that began
+# after that ticket was drawn, so it would have seen the record. The rest of the grace covers
+# clocks that run at different rates (README, *The lock engine*).
+SAFE_ENTRY_MS = SKIP_GRACE_SECONDS * 1000 - 500
+# A skip mark outlives any stall of the skipped caller shorter than its lease.
+GONE_MIN_TTL_SECONDS = 86400
 RELEASED_META_TTL_SECONDS = 5
 META_SUFFIX = ":meta"
 FENCE_SUFFIX = ":fence"
@@ -107,6 +123,10 @@ def lane_meta_key(scope: str, lane: int) -> str:
     return f"{LOCK_PREFIX}{scope}{LANE_META_SUFFIX}{lane}"
 
 
+def holder_key(scope: str, ticket: int) -> str:
+    return f"{LOCK_PREFIX}{scope}{HOLDER_SUFFIX}{ticket}"
+
+
 def gone_key(scope: str, ticket: int) -> str:
     return f"{LOCK_PREFIX}{scope}{GONE_SUFFIX}{ticket}"
 
@@ -131,7 +151,12 @@ def head_of(served: int | None, lane: int, slots: int) -> int:
 
 # What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
 HOLD_TTL_SECONDS = 7 * 86400
-_LANE_KINDS = {SERVED_SUFFIX: "served", LANE_META_SUFFIX: "meta", GONE_SUFFIX: "gone"}
+_LANE_KINDS = {
+    SERVED_SUFFIX: "served",
+    LANE_META_SUFFIX: "meta",
+    HOLDER_SUFFIX: "holder",
+    GONE_SUFFIX: "gone",
+}
 _SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
 _V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 
@@ -139,8 +164,9 @@ _V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 def parse_key(key: str) -> tuple[str, str, int | None] | None:
     """(scope, kind, number) of a key under LOCK_PREFIX, or None for another prefix.
 
-    Kinds: ticket, hold, fast, served/meta (number = lane), gone (number = ticket); format 1's
-    v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was the bare scope).
+    Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone (number = ticket);
+    format 1's v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was the
+    bare scope).
     A scope may hold colons, so the kind is read from the end of the name."""
     if not key.startswith(LOCK_PREFIX):
         return None

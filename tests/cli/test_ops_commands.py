@@ -1,4 +1,9 @@
-"""locks, release, reap and stats through the CLI, against a real Redis (n8n's API stubbed)."""
+"""locks, release, reap and stats through the CLI, against a real Redis (n8n's API stubbed).
+
+Tests that take `fmt` run with locks of both engine formats (tests/ops_bed.py): format 3 keeps
+each holder's record per ticket (`holder:<t>`) and a copy at the lane, format 2 the record at
+the lane.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +22,25 @@ from click.testing import Result
 from n8n_lockkit.cli import ops_commands
 from tests.cli.fake_n8n import API_KEY, BASE
 from tests.conftest import Invoke, explain, snapshot
-from tests.redis_bed import draw, hold_lane, leave_lane
+from tests.ops_bed import (
+    FORMATS,
+    enter_late,
+    hold,
+    holder_record,
+    leave,
+    own_record,
+    skip,
+    withdraw,
+)
+from tests.redis_bed import draw, hold_lane
 from tests.testbed.ports import free_port
+
+
+@pytest.fixture(params=FORMATS, ids=lambda fmt: f"format{fmt}")
+def fmt(request: pytest.FixtureRequest) -> int:
+    """The engine format the locks of a test are written in."""
+    value: int = request.param
+    return value
 
 
 @pytest.fixture
@@ -87,11 +109,11 @@ def test_linking_without_a_host_says_how_to_record_the_address(
 
 
 def test_locks_lists_each_held_lane_with_its_execution_link_and_callers_in_line(
-    ws: Path, invoke: Invoke, redis_client: redis.Redis
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int
 ) -> None:
-    held = hold_lane(redis_client, "order-1", ticket=12, age=75)
+    held = hold(redis_client, "order-1", fmt=fmt, ticket=12, age=75)
     draw(redis_client, "order-1", 14)  # two callers wait behind ticket 12
-    hold_lane(redis_client, "pool", ticket=5, slots=3, ttl=None, execution_id="58")
+    hold(redis_client, "pool", fmt=fmt, ticket=5, slots=3, ttl=None, execution_id="58")
     result = invoke("locks", cwd=ws)
     assert result.exit_code == 0, explain(result)
     header, first, second, flag = result.stdout.splitlines()
@@ -114,10 +136,10 @@ def test_locks_lists_each_held_lane_with_its_execution_link_and_callers_in_line(
 
 
 def test_locks_as_json_lists_lanes_scopes_and_format_1_locks_still_held(
-    ws: Path, invoke: Invoke, redis_client: redis.Redis
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int
 ) -> None:
-    held = hold_lane(redis_client, "order-1", ticket=3)
-    leave_lane(redis_client, "order-2", ticket=1)
+    held = hold(redis_client, "order-1", fmt=fmt, ticket=3)
+    leave(redis_client, "order-2", fmt=fmt, ticket=1)
     draw(redis_client, "order-2", 2)  # 2 drew its ticket and has not entered yet
     redis_client.set("n8n-lock-order-9:meta", json.dumps({"lock_id": "x", "fence": 1}), ex=60)
     result = invoke("locks", "--scope", "order-*", "-o", "json", cwd=ws)
@@ -133,7 +155,10 @@ def test_locks_as_json_lists_lanes_scopes_and_format_1_locks_still_held(
     }
     assert (first["lane"], first["slots"], first["ticket"], first["fence"]) == (0, 1, 3, 3)
     assert first["waiting"] == 0 and first["problems"] == []
-    assert first["key"] == "n8n-lock-order-1:meta:0"
+    # `key` stays the lane's key (format 2's record); format 3's record is the ticket's own.
+    assert first["key"] == "n8n-lock-order-1:meta:0" and first["format"] == fmt
+    own = "n8n-lock-order-1:holder:3" if fmt == 3 else "n8n-lock-order-1:meta:0"
+    assert first["record_key"] == own
     assert 295 < first["ttl_seconds"] <= 300
     assert document["scopes"] == [
         {"scope": "order-1", "slots": 1, "ticket": 3, "held": 1, "waiting": 0},
@@ -145,10 +170,39 @@ def test_locks_as_json_lists_lanes_scopes_and_format_1_locks_still_held(
     )
 
 
-def test_locks_says_so_when_nothing_is_held(
+def test_locks_shows_the_real_holder_when_the_lanes_copy_is_a_withdrawn_callers(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    leave_lane(redis_client, "order-1")
+    # Ticket 7 (execution 58) holds; ticket 6 (execution 60) was skipped while it stalled,
+    # wrote its record and the lane's copy late, read its mark and withdrew.
+    draw(redis_client, "order-1", 8)  # 8 waits
+    skip(redis_client, "order-1", head=6)
+    held = hold(redis_client, "order-1", ticket=7, execution_id="58", workflow_id="wf2")
+    withdraw(redis_client, "order-1", enter_late(redis_client, "order-1", ticket=6,
+                                                 execution_id="60"))  # fmt: skip
+    result = invoke("locks", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    _, row, flag = result.stdout.splitlines()
+    assert re.fullmatch(
+        rf"order-1 +- +orders \(wf2\) +58 +{held['lock_id']} +7 +0s +(4m5\ds|5m00s) +1 +"
+        rf"{BASE}/workflow/wf2/executions/58",
+        row,
+    ), row
+    assert flag == (
+        "! order-1: lane 0's holder is ticket 7 (n8n-lock-order-1:holder:7); its copy "
+        "n8n-lock-order-1:meta:0 names ticket 6 (a late write of a caller that was skipped while "
+        "it stalled, or a write under way): callers of format 2 read that copy"
+    )
+    (listed,) = json.loads(invoke("locks", "-o", "json", cwd=ws).stdout)["locks"]
+    assert (listed["holder"]["execution_id"], listed["ticket"], listed["fence"]) == ("58", 7, 7)
+    assert listed["record_key"] == "n8n-lock-order-1:holder:7"
+    assert listed["problems"] == ["stale copy at n8n-lock-order-1:meta:0 (ticket 6)"]
+
+
+def test_locks_says_so_when_nothing_is_held(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int
+) -> None:
+    leave(redis_client, "order-1", fmt=fmt)
     result = invoke("locks", cwd=ws)
     assert result.exit_code == 0 and result.stdout == ""
     assert "no lock is held" in result.stderr
@@ -258,26 +312,53 @@ def test_release_without_force_says_what_to_do(
     assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
 
 
+@pytest.mark.parametrize(
+    ("fmt", "releases"),
+    [
+        (2, "n8n-lock-order-1:meta:0 (marked released), n8n-lock-order-1:served:0 := 4"),
+        (3, "n8n-lock-order-1:holder:4 (marked released), n8n-lock-order-1:served:0 := 4, "
+            "n8n-lock-order-1:meta:0 (its lane's copy, marked released)"),
+    ],
+    ids=["format2", "format3"],
+)  # fmt: skip
 def test_release_without_a_terminal_and_without_yes_changes_nothing(
-    ws: Path, invoke: Invoke, redis_client: redis.Redis
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int, releases: str
 ) -> None:
-    held = hold_lane(redis_client, "order-1", ticket=4)
+    held = hold(redis_client, "order-1", fmt=fmt, ticket=4)
     result = invoke("release", "order-1", "--force", cwd=ws)
     assert "--yes" in one_error(result, 3, "there is no terminal to ask")
-    assert (
-        "releases   n8n-lock-order-1:meta:0 (marked released), n8n-lock-order-1:served:0 := 4"
-        in result.stdout
-    )
+    assert f"releases   {releases}\n" in result.stdout
     assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == held
+    assert own_record(redis_client, "order-1", fmt=fmt, ticket=4) == held
     assert redis_client.get("n8n-lock-order-1:served:0") == "3"
 
 
-def test_release_yes_shows_releases_counts_and_a_second_run_finds_nothing(
+def test_release_of_a_format_3_lock_names_a_stale_copy_it_leaves_alone(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:
-    held = hold_lane(redis_client, "order-1", ticket=4)
+    draw(redis_client, "order-1", 7)
+    skip(redis_client, "order-1", head=6)
+    hold(redis_client, "order-1", ticket=7, execution_id="58")
+    late = enter_late(redis_client, "order-1", ticket=6, execution_id="60")
+    withdraw(redis_client, "order-1", late)
+    result = invoke("release", "order-1", "--force", "--yes", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert "execution  58" in result.stdout
+    assert (
+        "releases   n8n-lock-order-1:holder:7 (marked released), n8n-lock-order-1:served:0 := 7, "
+        "not its lane's copy n8n-lock-order-1:meta:0 (ticket 6)\n"
+    ) in result.stdout
+    assert holder_record(redis_client, "order-1", 7)["released"] is True
+    assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "") == late
+    assert redis_client.get("n8n-lock-order-1:served:0") == "7"
+
+
+def test_release_yes_shows_releases_counts_and_a_second_run_finds_nothing(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int
+) -> None:
+    held = hold(redis_client, "order-1", fmt=fmt, ticket=4)
     draw(redis_client, "order-1", 5)  # the next in line
-    other = hold_lane(redis_client, "order-2")
+    other = hold(redis_client, "order-2", fmt=fmt)
     result = invoke("release", "order-1", "--force", "--yes", cwd=ws)
     assert result.exit_code == 0, explain(result)
     assert "lock on scope 'order-1':" in result.stdout
@@ -287,8 +368,10 @@ def test_release_yes_shows_releases_counts_and_a_second_run_finds_nothing(
         ["release", "n8n-lock-order-1:meta:0"]
     ]
     assert json.loads(redis_client.get("n8n-lock-order-1:meta:0") or "")["released"] is True
+    assert own_record(redis_client, "order-1", fmt=fmt, ticket=4)["released"] is True
     assert redis_client.get("n8n-lock-order-1:served:0") == "4"  # ticket 5 enters now
     assert json.loads(redis_client.get("n8n-lock-order-2:meta:0") or "") == other
+    assert own_record(redis_client, "order-2", fmt=fmt, ticket=1) == other
     stats = invoke("stats", "-o", "json", cwd=ws)
     assert json.loads(stats.stdout)["scopes"][0]["force_released"] == 1
     again = invoke("release", "order-1", "--force", "--yes", cwd=ws)
@@ -312,13 +395,17 @@ def test_release_of_a_semaphore_needs_the_lane_when_several_are_held(
 
 
 def test_release_that_finds_the_lock_released_meanwhile_says_so(
-    ws: Path, invoke: Invoke, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+    ws: Path,
+    invoke: Invoke,
+    redis_client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: int,
 ) -> None:
-    hold_lane(redis_client, "order-1", ticket=1)
+    hold(redis_client, "order-1", fmt=fmt, ticket=1)
     monkeypatch.setattr(ops_commands, "stdin_is_terminal", lambda: True)
 
     def holder_releases(*args: object, **kwargs: object) -> bool:
-        leave_lane(redis_client, "order-1", ticket=1)  # while the operator reads the question
+        leave(redis_client, "order-1", fmt=fmt, ticket=1)  # while the operator reads the question
         return True
 
     monkeypatch.setattr(click, "confirm", holder_releases)
@@ -351,11 +438,11 @@ def test_release_asks_at_a_terminal(
 
 
 def test_reap_frees_ended_holders_keeps_running_ones_and_says_why(
-    ws: Path, invoke: Invoke, redis_client: redis.Redis
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int
 ) -> None:
-    hold_lane(redis_client, "order-1", execution_id="57")
-    hold_lane(redis_client, "order-2", execution_id="58")
-    hold_lane(redis_client, "pool", ticket=2, slots=2, execution_id="59")
+    hold(redis_client, "order-1", fmt=fmt, execution_id="57")
+    hold(redis_client, "order-2", fmt=fmt, execution_id="58")
+    hold(redis_client, "pool", fmt=fmt, ticket=2, slots=2, execution_id="59")
     stub_execution("57", "canceled")
     stub_execution("58", "waiting")
     stub_execution("59", "error")
@@ -415,11 +502,11 @@ def test_reap_waits_the_grace_period_for_a_record_without_ttl_and_holder(
 
 
 def test_reap_idle_forgets_scopes_nobody_holds_or_waits_for(
-    ws: Path, invoke: Invoke, redis_client: redis.Redis
+    ws: Path, invoke: Invoke, redis_client: redis.Redis, fmt: int
 ) -> None:
-    leave_lane(redis_client, "order-1", ticket=3)
+    leave(redis_client, "order-1", fmt=fmt, ticket=3)
     redis_client.expire("n8n-lock-order-1:hold_ms", 3600)  # its last release: days ago
-    hold_lane(redis_client, "order-2")
+    hold(redis_client, "order-2", fmt=fmt)
     stub_execution("57", "running")
     plain = invoke("reap", cwd=ws)
     assert plain.stdout == "kept  order-2  execution 57 is running\n", explain(plain)

@@ -157,15 +157,16 @@ def acquired(call: Call) -> dict[str, Any]:
 
 
 def held_lanes(client: redis.Redis, scope_pattern: str) -> list[str]:
-    """The lane records (`n8n-lock-<scope>:meta:<k>`) that still name a holder: a release
-    leaves `{released: true}` there for a few seconds, and the scalars (ticket, served, hold
-    average) stay by design."""
+    """The records that still name a holder: each ticket's own (`:holder:<t>`) and the lanes'
+    copies (`:meta:<k>`). A release leaves `{released: true}` in both for a few seconds, and the
+    scalars (ticket, served, hold average) stay by design."""
     held = []
-    for key in client.scan_iter(match=f"n8n-lock-{scope_pattern}:meta:*"):
-        record = client.get(key)
-        if record is not None and not json.loads(record).get("released"):
-            held.append(str(key))
-    return held
+    for kind in ("holder", "meta"):
+        for key in client.scan_iter(match=f"n8n-lock-{scope_pattern}:{kind}:*"):
+            record = client.get(key)
+            if record is not None and not json.loads(record).get("released"):
+                held.append(str(key))
+    return sorted(held)
 
 
 def tickets_drawn(client: redis.Redis, scope: str) -> int:

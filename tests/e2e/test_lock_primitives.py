@@ -61,13 +61,16 @@ def test_l01_uncontended_acquire_and_release_leave_only_the_lines_scalars(
     assert lockbed.redis.get(f"{base}:ticket") == "1" and lockbed.redis.ttl(f"{base}:ticket") == -1
     assert lockbed.redis.get(f"{base}:served:0") == "1"
     assert lockbed.redis.ttl(f"{base}:served:0") == -1
-    released = _record(lockbed, f"{base}:meta:0")
-    assert released is not None and released["released"] is True, released
-    assert 0 < lockbed.redis.ttl(f"{base}:meta:0") <= keys.RELEASED_META_TTL_SECONDS
+    # The ticket's own record (the lease) and the lane's copy both say released, for 5 s.
+    assert acquire["holder_key"] == f"{base}:holder:1"
+    for record_key in (f"{base}:holder:1", f"{base}:meta:0"):
+        released = _record(lockbed, record_key)
+        assert released is not None and released["released"] is True, (record_key, released)
+        assert 0 < lockbed.redis.ttl(record_key) <= keys.RELEASED_META_TTL_SECONDS
     assert held_lanes(lockbed.redis, unique_name) == []
     index_key = f"n8nlock:exec:{acquire['workflow_id']}:{acquire['execution_id']}"
     entry = json.loads(lockbed.redis.hget(index_key, unique_name) or "null")
-    assert entry == {"lock_id": acquire["lock_id"], "ticket": 1, "slots": 1}
+    assert entry == {"lock_id": acquire["lock_id"], "ticket": 1, "slots": 1, "format": 3}
     assert 3600 < lockbed.redis.ttl(index_key) <= 3600 + 60
     assert [e["event"] for e in lockbed.sink(unique_name)] == ["start", "end"]
     assert stat(lockbed, "arrived", unique_name) == 1
@@ -90,7 +93,7 @@ def test_l02_fail_fast_on_a_held_lock_stops_with_a_message_naming_scope_and_hold
     assert call.seconds < MARGIN
     assert stat(lockbed, "busy", unique_name) == 1
     assert _record(lockbed, holder["meta_key"]) is not None
-    assert held_lanes(lockbed.redis, unique_name) == [holder["meta_key"]]
+    assert held_lanes(lockbed.redis, unique_name) == [holder["holder_key"], holder["meta_key"]]
 
 
 def test_l02b_a_fail_fast_caller_takes_a_lock_freed_after_another_gave_up(
@@ -300,7 +303,7 @@ def test_l12c_both_scopes_of_a_failed_execution_heal_and_no_other_lock_is_touche
     assert lockbed.redis.get(other["served_key"]) is None
     index = lockbed.redis.hgetall(f"n8nlock:exec:{other['workflow_id']}:{other['execution_id']}")
     assert {s: json.loads(v) for s, v in index.items()} == {
-        other["scope"]: {"lock_id": other["lock_id"], "ticket": 1, "slots": 1}
+        other["scope"]: {"lock_id": other["lock_id"], "ticket": 1, "slots": 1, "format": 3}
     }
     assert lockbed.release(other["scope"], other["lock_id"]).body["released"] is True
 

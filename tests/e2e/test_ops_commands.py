@@ -213,14 +213,21 @@ def test_reap_idle_forgets_the_scalars_only_of_a_scope_nobody_is_in_line_for(
     ops: OpsCli, redis_url: str, redis_client: redis.Redis, unique_name: str
 ) -> None:
     idle, busy = f"{unique_name}-idle", f"{unique_name}-busy"
+    marked = f"{unique_name}-marked"
     leave_lane(redis_client, idle, ticket=6)
-    redis_client.set(f"n8n-lock-{idle}:gone:5", 1, ex=600)
     redis_client.expire(f"n8n-lock-{idle}:hold_ms", 3600)  # released long ago
     leave_lane(redis_client, busy, ticket=2)
     redis_client.expire(f"n8n-lock-{busy}:hold_ms", 3600)
     draw(redis_client, busy, 3)  # 3 drew its ticket and has not entered yet
+    # Ticket 5 was skipped (or gave up): a skipped caller may be stalled and come back, and
+    # only its mark tells it so; forgetting the scope would restart tickets beside it.
+    leave_lane(redis_client, marked, ticket=6)
+    redis_client.set(f"n8n-lock-{marked}:gone:5", 1, ex=600)
+    redis_client.expire(f"n8n-lock-{marked}:hold_ms", 3600)
     result = ops.json("reap", "--scope", f"{unique_name}-*", "--idle")
-    assert {d["scope"]: d["action"] for d in result["locks"]} == {idle: "forgot", busy: "busy"}
+    actions = {d["scope"]: d["action"] for d in result["locks"]}
+    assert actions == {idle: "forgot", busy: "busy", marked: "busy"}, result
+    assert redis_client.get(f"n8n-lock-{marked}:gone:5") == "1"
     assert [k for k in redis_client.scan_iter(match=f"n8n-lock-{idle}*")] == [
         f"n8n-lock-{idle}:meta:0"  # the released record, for its last seconds
     ]

@@ -179,7 +179,10 @@ def test_a_worker_killed_mid_hold_frees_the_lock_by_its_ttl_and_blocks_nobody_lo
             holder.worker.crash()
             killed_ms = time.time() * 1000
             time.sleep(3)  # the cleanup handler frees a failed execution's lock within 0.3 s
-            assert held_lanes(lockbed.redis, unique_name) == [f"n8n-lock-{unique_name}:meta:0"]
+            assert held_lanes(lockbed.redis, unique_name) == [
+                f"n8n-lock-{unique_name}:holder:{holder.record['ticket']}",
+                f"n8n-lock-{unique_name}:meta:0",
+            ]
             status = _execution_status(lockbed.n8n, holder.execution)
             dry_run = ("reap", "--env", "e2e", "--scope", unique_name, "--dry-run", "-o", "json")
             reap = run_cli(lockbed.root, *dry_run)

@@ -29,6 +29,7 @@ def test_format_1_waiters_are_arrivals_minus_departures(redis_client: redis.Redi
     redis_client.set("n8n-lock-orders", 1)
     redis_client.set("n8n-lock-orders:meta", '{"lock_id": "a"}')
     redis_client.set("n8n-lock-api:meta:0", '{"lock_id": "b"}')  # engine v2: not format 1
+    redis_client.set("n8n-lock-api:holder:3", '{"lock_id": "c", "format": 3}')  # neither
     activity = old_format_activity(redis_client)
     assert activity.waiting == {"orders": 2}
     assert activity.held == ["orders"]

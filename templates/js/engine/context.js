@@ -33,10 +33,13 @@ return {
   workflow_id: workflowId,
   workflow_name: text(input.workflow_name) || 'unknown',
   lock_id: text(input.lock_id) || `${executionId}-${now.toString(36)}-${Math.random().toString(36).slice(2, 10)}`,
+  // Also the anchor of the safe-entry window (verify.js): earlier than the ticket's INCR.
   started_ms: now,
   deadline_ms: now + maxWait * 1000,
   stats_prefix: `n8nlock:stats:${hour}:`,
   index_key: `n8nlock:exec:${workflowId}:${executionId}`,
+  // A skip mark must outlive any stall of the skipped caller shorter than its lease.
+  gone_ttl: Math.max(ttl, __GONE_MIN_TTL__),
   // One INCR node: the ticket (a scalar, never expires: it is also the fence), a count, and
   // for a mutex the fast-path value that tells whether the ticket is next (keys.py). A mutex
   // caller that may wait also reads the hold average this way (+1 ms per arrival until the

@@ -1,10 +1,11 @@
 // One decision per look at the line: enter, wait (and for how long), skip a dead head, or
 // give up. Tickets are served in order per lane (ticket % slots); a lane's `served` holds the
-// last ticket that left it, so the lane's head is served + slots.
+// last ticket that left it, so the lane's head is served + slots. Each ticket that entered has
+// its own record (`holder:<t>`), so no write, however late, overwrites another caller's.
 const ctx = __CONTEXT__;
 const look = __LOOK__;
 // Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
-// starts at that read.
+// starts at a later look.
 if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefined) {
   return {
     ticket: look.ticket, lane: look.lane, head: look.last_out + 1, served: look.last_out,
@@ -12,34 +13,60 @@ if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefi
     sleep_seconds: Math.max(0.01, Math.round(look.sleep_first_ms / 10) / 100),
   };
 }
-// On the fast path nothing was read: the ticket before this one is the last out (read.js).
-const [servedRaw, metaRaw, goneRaw, holdRaw, oldRaw] = look.fast
-  ? [String(look.ticket - 1), null, null, null, null]
+const N = ctx.slots;
+const t = look.ticket;
+const g = look.guess;
+// On the fast path nothing was read: the ticket before this one is the last out, and its
+// release wrote the fast-path value after marking its record released (release.js).
+const [servedRaw, beforeGuessRaw, guessRaw, guessGoneRaw, afterGuessRaw, afterGoneRaw, holdRaw, laneRaw, oldRaw] = look.fast
+  ? [String(t - 1), null, null, null, null, null, null, null, null]
   : __READ__.map((item) => item.json.value);
 // A holder of the format before engine v2 (a count at the bare scope key) still holds the
 // scope: during an upgrade the new form waits for it instead of entering beside it.
 const oldHolder = oldRaw !== null && oldRaw !== undefined && Number(oldRaw) >= 1;
-const N = ctx.slots;
-const t = look.ticket;
 const firstInLane = look.lane === 0 ? N : look.lane;
 const served = servedRaw === null || servedRaw === undefined ? firstInLane - N : Number(servedRaw);
 const head = served + N;
 const now = Date.now();
-let meta = null;
-try { meta = metaRaw ? JSON.parse(metaRaw) : null; } catch (error) { meta = null; }
-const holding = meta !== null && !meta.released && meta.ticket === head;
+const parse = (raw) => {
+  if (raw === null || raw === undefined) return null;
+  try { const record = typeof raw === 'string' ? JSON.parse(raw) : raw; return record && typeof record === 'object' ? record : null; } catch (error) { return null; }
+};
+// The records this look read, by ticket; a ticket it did not read is undefined (unknown).
+const records = look.fast ? { [t - 1]: null } : { [g - N]: parse(beforeGuessRaw), [g]: parse(guessRaw), [g + N]: parse(afterGuessRaw) };
+const marks = look.fast ? {} : { [g]: guessGoneRaw ?? null, [g + N]: afterGoneRaw ?? null };
+// parse() gives null for a key that is absent; undefined means the look did not read it.
+const known = (ticket) => records[ticket] !== undefined;
+// A format-2 holder writes its record only at `meta:<lane>`; format 3 writes a copy there
+// marked `format: 3`, which this engine never decides on.
+const lane2 = parse(laneRaw);
+const v2Holds = (ticket) => lane2 !== null && !lane2.released && lane2.format === undefined && lane2.ticket === ticket;
+// Ticket `ticket` may hold: its record is there and not released. It may have entered late
+// (after a stall), so the caller after it waits for it like for any holder.
+const active = (ticket) => {
+  const record = records[ticket];
+  return (record !== null && record !== undefined && !record.released && record.ticket === ticket) || v2Holds(ticket);
+};
+const meta = known(head) ? records[head] : null;
+const holding = active(head);
 const averageMs = holdRaw ? Number(holdRaw) : __DEFAULT_HOLD_MS__;
 const before = look.before && look.before.ticket === t ? look.before : null;
-// A head waiting for an old-format holder is not quiet: nobody may skip it meanwhile.
-const quietSince = before && before.head === head && before.quiet_since && !oldHolder ? before.quiet_since : now;
 const waitedMs = now - ctx.started_ms;
-const out = { ticket: t, lane: look.lane, head, served, quiet_since: quietSince, overdue: 0 };
+const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0 };
 const bucket = (seconds) => __WAIT_BUCKETS__.find((le) => seconds <= le) ?? 'inf';
 const stat = (name) => ({ key: `${ctx.stats_prefix}${name}:${ctx.scope}`, expire: true, ttl: __STATS_TTL__ });
-if (t === head && !oldHolder) {
+// A look that did not read the records it needs looks again at once, knowing the head now.
+const again = (reason) => ({ ...out, state: 'wait', reason, expected_ms: 0, wake_ms: 0, overdue: 0, sleep_seconds: 0.01 });
+// Skipped while alive (it stalled past the grace): draw again, counting no new arrival.
+if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}:ticket`, expire: false, ttl: 1 }] };
+// The ticket before the head must have left before the head may enter: its record may have
+// been written late, after a caller behind it had skipped it (verify.js withdraws it then).
+if (!known(head - N)) return again('unread');
+const blocked = oldHolder || active(head - N);
+if (t === head && !blocked) {
   const expiresMs = now + ctx.ttl_seconds * 1000;
   const record = {
-    lock_id: ctx.lock_id, scope: ctx.scope, ticket: t, fence: t, slots: N,
+    lock_id: ctx.lock_id, scope: ctx.scope, ticket: t, fence: t, slots: N, format: __FORMAT__,
     workflow_id: ctx.workflow_id, workflow_name: ctx.workflow_name, execution_id: ctx.execution_id,
     locked_at: new Date(now).toISOString(), locked_ms: now,
     expires_at: new Date(expiresMs).toISOString(), expires_ms: expiresMs,
@@ -47,38 +74,57 @@ if (t === head && !oldHolder) {
   };
   return {
     ...out, state: 'enter', hold_average_ms: holdRaw ? Number(holdRaw) : null,
+    anchor_ms: ctx.started_ms, base: ctx.base, gone_key: `${ctx.base}:gone:${t}`,
     ...record,
     // Counted after the release, off the path between the release and the next holder.
     wait_stats: before === null ? [] : [stat('waited'), stat(`wait_le_${bucket(waitedMs / 1000)}`)],
     set: [
-      { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
-      { key: ctx.index_key, type: 'hash', value: JSON.stringify({ [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N }) }), ttl: ctx.ttl_seconds + 3600 },
+      { key: `${ctx.base}:holder:${t}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
+      { key: ctx.index_key, type: 'hash', value: JSON.stringify({ [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: __FORMAT__ }) }), ttl: ctx.ttl_seconds + 3600 },
       // A mutex's fast-path value keeps naming the last ticket out (t - 1, which `served` is),
       // and tells arrivals when this ticket entered (read.js).
       ...(N === 1 ? [{ key: `${ctx.base}:fast`, type: 'string', value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: 0 }] : []),
+      // The copy for the operator commands and format-2 callers (keys.py); last, so that the
+      // record above exists whenever the copy does.
+      { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
     ],
   };
 }
-// Skipped while alive (it stalled past the grace): draw again, counting no new arrival.
-if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}:ticket`, expire: false, ttl: 1 }] };
-const holder = holding
+if (t > head && (!known(head) || marks[head] === undefined)) return again('unread');
+const holder = holding && meta
   ? `${meta.workflow_name} (workflow ${meta.workflow_id}, execution ${meta.execution_id}) since ${meta.locked_at}`
+  : v2Holds(head) || v2Holds(head - N) ? 'a caller of format 2 (n8nlock locks shows it)'
   : oldHolder ? 'a caller of the format before engine v2 (n8nlock locks shows it)' : 'a caller ahead in line';
 const giveUp = (state, metric, message) => ({
   ...out, state, message,
-  gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.ttl_seconds },
+  gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl },
   incr: [stat(metric)],
 });
+// Watched: the time since the answer of the first look that saw this head, with the ticket
+// before it gone (not while it still leaves), to the start of this look (read.js): a stall in
+// between never counts. A holder whose record expired is skipped once watched that long too.
+const watched = t > head && !blocked;
+const quietSince = watched ? (before && before.head === head && before.quiet_since ? before.quiet_since : now) : null;
+const quiet = watched && !holding;
+out.quiet_since = quietSince;
 // A head that never shows up (its waiter died, stopped or gave up) is skipped: at once when
-// it left a marker, else after a grace no live waiter needs to take its turn. A marker only
-// counts for a head that does not hold (one left over from an idle scope's reset must not).
-const goneHead = goneRaw !== null && look.head === head;
-if (!holding && !oldHolder && (goneHead || now - quietSince >= __SKIP_GRACE_MS__)) {
-  return { ...out, head: head + N, state: 'skip', skip: { key: `${ctx.base}:served:${look.lane}`, value: String(head) } };
+// it left a mark, else after a grace no live waiter needs to take its turn. The skip marks the
+// head gone before it advances `served`, so that a head that wrote its record late finds the
+// mark (verify.js), or else the caller after it finds the record.
+const markedHead = quiet && marks[head] !== null && marks[head] !== undefined;
+const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= __SKIP_GRACE_MS__;
+if (markedHead || graceOver) {
+  return {
+    ...out, head: head + N, state: 'skip',
+    skip: [
+      { key: `${ctx.base}:gone:${head}`, value: '1', ttl: ctx.gone_ttl },
+      { key: `${ctx.base}:served:${look.lane}`, value: String(head), ttl: 0 },
+    ],
+  };
 }
 if (!ctx.wait) {
-  // Fail-fast: a head that does not hold may have given up too; look at its marker first.
-  if (!holding && !oldHolder && look.head !== head) return { ...out, state: 'wait', expected_ms: 0, overdue: 0, sleep_seconds: 0.01 };
+  // Fail-fast: a marked head was skipped above; any other head, or a ticket before mine that
+  // has not left yet, is busy.
   return giveUp('busy', 'busy', `Lock acquisition failed (fail-fast): scope '${ctx.scope}' is held by ${holder}. Caller passed wait_till_lock_released=false.`);
 }
 if (now >= ctx.deadline_ms) {
@@ -88,17 +134,15 @@ if (now >= ctx.deadline_ms) {
 // ahead; at most half the skip grace, so that a waiter whose turn comes early takes it before
 // the one behind skips it. Waking late costs the lock that long, waking early costs a look:
 // a waiter further back sleeps most of its expected wait and looks again; the next in line
-// wakes just after the expected release, then looks every 20 ms, and backs off when the
-// holder overruns.
+// wakes just after the expected release, then looks every 10 ms, and backs off when the
+// holder overruns (or when the ticket before it is slow to leave).
 const ahead = (t - head) / N;
 const turnMs = averageMs + __HANDOFF_MS__;
-// A head whose record says released is between its two writes: served follows at once.
-const releasing = meta !== null && meta.released && meta.ticket === head;
-// A new head whose give-up mark this look did not read: read it at once (look.head lags).
-const unread = !holding && look.head !== head;
-const holderLeft = holding ? meta.locked_ms + averageMs - now : releasing || unread ? 0 : turnMs;
-const expectedMs = holderLeft + (ahead - 1) * turnMs;
-const wakeMs = ahead === 1 ? expectedMs + __WAKE_LATE_MS__ : expectedMs * __FAR_SLEEP_SHARE__;
+// A head whose record says released is between the release's writes, or already gone.
+const releasing = meta !== null && meta !== undefined && meta.released && meta.ticket === head;
+const holderLeft = holding && meta ? meta.locked_ms + averageMs - now : releasing || blocked ? 0 : turnMs;
+const expectedMs = ahead === 0 ? 0 : holderLeft + (ahead - 1) * turnMs;
+const wakeMs = ahead <= 1 ? expectedMs + (ahead === 1 ? __WAKE_LATE_MS__ : 0) : expectedMs * __FAR_SLEEP_SHARE__;
 const overdue = before && before.wake_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
 const sleepMs = wakeMs > __MIN_POLL_MS__
   ? Math.min(wakeMs, __MAX_SLEEP_MS__)

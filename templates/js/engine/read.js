@@ -1,23 +1,26 @@
 // What to read on this look at the line: one GET node reads every key in one connection.
 const ctx = __CONTEXT__;
-const before = __DECIDED__ ? __DECISION__ : null;
-const ticket = before && before.state !== 'requeue'
-  ? before.ticket
-  : Number(__TICKET__.json[`${ctx.base}:ticket`]);
-const lane = ticket % ctx.slots;
+const now = Date.now();
+// The ticket is the one the last INCR drew (a requeue draws a new one); a decision about an
+// earlier ticket says nothing about this one.
+const ticket = Number(__TICKET__.json[`${ctx.base}:ticket`]);
+const decided = __DECIDED__ ? __DECISION__ : null;
+const before = decided && decided.ticket === ticket && decided.state !== 'requeue' ? decided : null;
+const N = ctx.slots;
+const lane = ticket % N;
 // The fast path (keys.py): a fresh ticket right after the last ticket out is the head, and
-// enters without this read. Only a fresh ticket counts, and only a value a release or a
+// enters without this read. Only a first ticket counts, and only a value a release or a
 // holder wrote (a holder writes the ticket before its own, so no arrival matches it).
-const drawn = (name) => (before ? undefined : __DRAWN__.map((item) => item.json[`${ctx.base}:${name}`]).find((v) => v !== undefined));
+const firstTicket = decided === null;
+const drawn = (name) => (firstTicket ? __DRAWN__.map((item) => item.json[`${ctx.base}:${name}`]).find((v) => v !== undefined) : undefined);
 const fastValue = Number(drawn('fast') ?? 0);
 const lastOut = Math.floor(fastValue / __FAST_SCALE__);
-const fast = ctx.slots === 1 && lastOut >= 1 && ticket === lastOut + 1;
+const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1;
 // A waiter sleeps before its first read when the same INCR node told it enough: the tickets
 // ahead (to the last out), the hold average, and when the next ticket entered, if it did (its
 // Lock Hold adds a mark and its entry time to the fast-path value). Each INCR since a write
 // added 1, at most once per ticket ahead: taking that many off errs early, and an early wake
 // costs a look where a late one costs the lock.
-const now = Date.now();
 const ahead = ticket - lastOut - 1;
 const averageRaw = Number(drawn('hold_ms') ?? 0) - (ahead + 1);
 const averageMs = averageRaw >= 20 ? averageRaw : null;
@@ -27,7 +30,7 @@ const wrap = __HELD_WRAP_MS__;
 const enteredMod = (((rest - __HELD_MARK__ - ahead) % wrap) + wrap) % wrap;
 const enteredMs = now - ((((now - enteredMod) % wrap) + wrap) % wrap);
 let sleepFirstMs = null;
-if (!fast && ctx.wait && ctx.slots === 1 && lastOut >= 1 && averageMs !== null && ahead >= 1) {
+if (!fast && ctx.wait && N === 1 && lastOut >= 1 && averageMs !== null && ahead >= 1) {
   const turnMs = averageMs + __HANDOFF_MS__;
   if (entered) {
     const expectedMs = Math.max(0, enteredMs + averageMs - now) + (ahead - 1) * turnMs;
@@ -38,18 +41,30 @@ if (!fast && ctx.wait && ctx.slots === 1 && lastOut >= 1 && averageMs !== null &
     sleepFirstMs = Math.min((ahead - 1) * turnMs * __FAR_SLEEP_SHARE__, __MAX_SLEEP_MS__);
   }
 }
-// The marker to look for: the lane's head as last seen, or on the first look my predecessor.
-const head = before && before.ticket === ticket ? before.head : ticket - ctx.slots;
+// Records are per ticket, so a look names the tickets whose records it reads: around the
+// lane's head as last seen (on a first look: the last ticket out's successor for a mutex that
+// knows it, else my predecessor). It reads the head's record and mark, the record of the
+// ticket before it (which must have left before the head may enter), and the same for the
+// ticket after the head, in case the line moved on by one since.
+const guess = before ? before.head : (N === 1 && lastOut >= 1 && lastOut < ticket ? lastOut + 1 : ticket - N);
 return {
-  ticket, lane, head, fast,
+  ticket, lane, guess, fast,
+  // When this look began, before its read: a skip counts quiet time from one look's answer to
+  // a later look's start, so that a stall in between never counts as watched quiet.
+  look_ms: now,
   skip_read: fast || sleepFirstMs !== null,
   last_out: lastOut, ahead, sleep_first_ms: sleepFirstMs,
   before,
   read: [
     { key: `${ctx.base}:served:${lane}` },
-    { key: `${ctx.base}:meta:${lane}` },
-    { key: `${ctx.base}:gone:${head}` },
+    { key: `${ctx.base}:holder:${guess - N}` },
+    { key: `${ctx.base}:holder:${guess}` },
+    { key: `${ctx.base}:gone:${guess}` },
+    { key: `${ctx.base}:holder:${guess + N}` },
+    { key: `${ctx.base}:gone:${guess + N}` },
     { key: `${ctx.base}:hold_ms` },
+    // A holder of format 2 keeps its record here (format 3 writes only a copy, marked so).
+    { key: `${ctx.base}:meta:${lane}` },
     // The counter of the format before engine v2: its holder keeps the scope (README Upgrading).
     { key: ctx.base },
   ],

@@ -1,6 +1,9 @@
-// Leave the line: mark the lane's record released, then advance the lane to this ticket.
-// SET is idempotent, so a second release (or the cleanup handler after this one) changes
-// nothing; a release this close to the lock's expiry leaves it to its TTL instead.
+// Leave the line: advance the lane to this ticket, then mark this ticket's record released.
+// `served` goes first: the next ticket waits until this record says released, so it never
+// enters while this one may still write; the lane's copy goes before the record, so that a
+// copy the next holder writes is never overwritten by this one. SET is idempotent, so a second
+// release (or the cleanup handler after this one) changes nothing; a release this close to the
+// lock's expiry leaves it to its TTL instead.
 const held = __HELD__;
 const now = Date.now();
 if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
@@ -10,13 +13,15 @@ const base = `n8n-lock-${held.scope}`;
 const heldMs = now - held.locked_ms;
 const average = held.hold_average_ms === null || held.hold_average_ms === undefined
   ? heldMs : Math.round(0.5 * held.hold_average_ms + 0.5 * heldMs);
+const released = JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() });
 return {
   released: true, reason: 'released', scope: held.scope, lock_id: held.lock_id, ticket: held.ticket,
   incr: held.wait_stats,
   set: [
-    { key: `${base}:meta:${held.lane}`, value: JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() }), ttl: __RELEASED_TTL__ },
     { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },
-    // After `served`, so that it never names a later ticket than `served` does (keys.py).
+    { key: `${base}:meta:${held.lane}`, value: released, ttl: __RELEASED_TTL__ },
+    { key: `${base}:holder:${held.ticket}`, value: released, ttl: __RELEASED_TTL__ },
+    // After the record, so that it never names a ticket whose record still holds (keys.py).
     ...(held.slots === 1 ? [{ key: `${base}:fast`, value: String(held.ticket * __FAST_SCALE__), ttl: 0 }] : []),
     { key: `${base}:hold_ms`, value: String(average), ttl: 604800 },
   ],

@@ -12,23 +12,25 @@ const registered = Array.isArray(LOCK_SCOPES)
 const hour = new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
 
 function entryOf(value) {
-  // scope -> JSON {lock_id, ticket, slots}; a bare lock_id is an entry of the format-1 layout.
+  // scope -> JSON {lock_id, ticket, slots, format}; a bare lock_id is an entry of the format-1
+  // layout. Format 3 keeps the record per ticket; format 2 kept it per lane.
   try {
     const entry = JSON.parse(value);
     if (entry && typeof entry === 'object') {
       const ticket = Number.isInteger(entry.ticket) ? entry.ticket : null;
       const slots = Number.isInteger(entry.slots) && entry.slots > 0 ? entry.slots : 1;
-      return { lock_id: String(entry.lock_id), ticket, lane: ticket === null ? 0 : ticket % slots };
+      const perTicket = ticket !== null && Number.isInteger(entry.format) && entry.format >= 3;
+      return { lock_id: String(entry.lock_id), ticket, lane: ticket === null ? 0 : ticket % slots, perTicket };
     }
   } catch (error) {
     // not JSON: a bare lock_id
   }
-  return { lock_id: String(value), ticket: null, lane: 0 };
+  return { lock_id: String(value), ticket: null, lane: 0, perTicket: false };
 }
 
 const locks = new Map(Object.entries(listed).map(([scope, value]) => [scope, entryOf(value)]));
 for (const scope of registered) {
-  if (!locks.has(scope)) locks.set(scope, { lock_id: null, ticket: null, lane: 0 });
+  if (!locks.has(scope)) locks.set(scope, { lock_id: null, ticket: null, lane: 0, perTicket: false });
 }
 if (locks.size === 0) {
   const reason = 'the failed execution held no lock (none indexed, no lockScopes registered)';
@@ -42,6 +44,8 @@ return [...locks].map(([scope, entry]) => ({
     scope,
     lane: entry.lane,
     meta_key: `n8n-lock-${scope}:meta:${entry.lane}`,
+    record_key: entry.perTicket ? `n8n-lock-${scope}:holder:${entry.ticket}` : `n8n-lock-${scope}:meta:${entry.lane}`,
+    holder_key: entry.perTicket ? `n8n-lock-${scope}:holder:${entry.ticket}` : null,
     served_key: `n8n-lock-${scope}:served:${entry.lane}`,
     expected_lock_id: entry.lock_id,
     expected_ticket: entry.ticket,

@@ -1,5 +1,5 @@
 // @n8n-evol-I:primitive — error_handler_lock_cleanup: one item per healed lock, for its counter.
-// The SET node wrote two keys per lock (its record, then its lane); count each lock once.
+// The SET node wrote two or three keys per lock (its lane first); count each lock once.
 return $input.all()
   .filter((item) => item.json.set_key === item.json.served_key)
   .map((item) => ({ json: { scope: item.json.scope, lock_id: item.json.lock_id, ticket: item.json.ticket, healed_key: item.json.healed_key, owned: true, failed_execution_id: item.json.failed_execution_id } }));

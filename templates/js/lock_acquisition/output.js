@@ -11,6 +11,7 @@ return {
   slots: held.slots,
   lane: held.lane,
   ticket_key: `${ctx.base}:ticket`,
+  holder_key: `${ctx.base}:holder:${held.ticket}`,
   meta_key: `${ctx.base}:meta:${held.lane}`,
   served_key: `${ctx.base}:served:${held.lane}`,
   index_key: ctx.index_key,

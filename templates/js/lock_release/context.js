@@ -1,5 +1,7 @@
-// Check a release or renewal request and name what to read: the holder record of the lock's
-// lane (of every lane when the caller does not pass its ticket), then the average hold time.
+// Check a release or renewal request and name what to read: the lock's own record (format 3
+// keeps one per ticket) when the caller passes its ticket, the lane's copy of its holder's
+// record (of every lane when the caller does not pass its ticket; format 2 kept the record
+// itself there), then the average hold time.
 const input = __INPUT__;
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
 const scope = text(input.scope);
@@ -27,5 +29,10 @@ return {
   ttl_seconds: ttl,
   // The record of the format before engine v2 too: a caller that took its lock before an
   // upgrade releases it through this primitive after the push (README Upgrading).
-  read: [...lanes.map((lane) => ({ key: `${base}:meta:${lane}` })), { key: `${base}:meta` }, { key: `${base}:hold_ms` }],
+  read: [
+    ...lanes.map((lane) => ({ key: `${base}:meta:${lane}` })),
+    ...(ticket === null ? [] : [{ key: `${base}:holder:${ticket}` }]),
+    { key: `${base}:meta` },
+    { key: `${base}:hold_ms` },
+  ],
 };

@@ -5,6 +5,7 @@ const ctx = __CONTEXT__;
 const values = __READ__.map((item) => item.json.value);
 const holdRaw = values.pop();
 const oldRaw = values.pop();
+const ownRaw = ctx.ticket === null ? undefined : values.pop();
 const parse = (raw) => {
   if (raw === null || raw === undefined || raw === '') return null;
   try {
@@ -15,11 +16,22 @@ const parse = (raw) => {
   }
   return { lock_id: String(raw), workflow_name: 'unknown (unreadable record)' };
 };
-const records = values
+const copies = values
   .map((raw, index) => { const record = parse(raw); return record === null ? null : { ...record, lane: ctx.lanes[index] }; })
   .filter((record) => record !== null);
-const mine = records.find((r) => r.lock_id === ctx.lock_id && (ctx.ticket === null || r.ticket === ctx.ticket));
-const other = records.find((r) => !r.released && r !== mine);
+// Format 3: the ticket's own record decides (a lane's copy may be older). Without a ticket,
+// the lane's copy names it; of several with the lock_id (a caller skipped while it stalled
+// left one in another lane) the latest ticket is the lock.
+const own = ownRaw === undefined ? null : parse(ownRaw);
+const ownRecord = own !== null && own.ticket === ctx.ticket ? { ...own, lane: ctx.lanes[0] } : null;
+const format2 = (r) => r.format === undefined;
+const candidates = copies
+  .filter((r) => r.lock_id === ctx.lock_id && (ctx.ticket === null || (r.ticket === ctx.ticket && format2(r))))
+  .sort((a, b) => (b.ticket ?? 0) - (a.ticket ?? 0));
+let mine = candidates[0];
+if (ctx.ticket !== null && ownRecord !== null) mine = ownRecord.lock_id === ctx.lock_id ? ownRecord : undefined;
+const records = ownRecord !== null ? [ownRecord, ...copies] : copies;
+const other = records.find((r) => !r.released && r !== mine && !(mine && r.lock_id === mine.lock_id));
 // A lock of the format before engine v2 that is the caller's (its record at `:meta`):
 // 'held-old', released the old way (delete the counter and the record) unless it is about
 // to expire, when its TTL ends it (a delete then could hit a successor's).

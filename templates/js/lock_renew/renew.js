@@ -34,11 +34,13 @@ const renewed = {
   expires_ms: expiresMs,
   renewed_at: new Date(now).toISOString(),
 };
-const entry = JSON.stringify({ lock_id: record.lock_id, ticket: record.ticket, slots: record.slots });
+const entry = JSON.stringify({ lock_id: record.lock_id, ticket: record.ticket, slots: record.slots, ...(record.format === undefined ? {} : { format: record.format }) });
 return {
   renewed: true, ...answer, expires_at: renewed.expires_at, ttl_seconds: ttl,
-  // One SET node writes both: the record with its new TTL, and the cleanup index entry.
+  // One SET node writes them all: the record with its new TTL (format 3: the ticket's record
+  // first, then the lane's copy), and the cleanup index entry.
   set: [
+    ...(record.format === undefined ? [] : [{ key: `${ctx.base}:holder:${record.ticket}`, type: 'string', value: JSON.stringify(renewed), ttl }]),
     { key: `${ctx.base}:meta:${lane}`, type: 'string', value: JSON.stringify(renewed), ttl },
     { key: `n8nlock:exec:${record.workflow_id}:${record.execution_id}`, type: 'hash', value: JSON.stringify({ [ctx.scope]: entry }), ttl: ttl + 3600 },
   ],
