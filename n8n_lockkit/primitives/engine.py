@@ -51,6 +51,11 @@ WAKE_LATE_MS = 15
 # looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
 SKIP_GRACE_MS = keys.SKIP_GRACE_SECONDS * 1000
 MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected turn
+# n8n 2.x stops an expression that runs longer than N8N_EXPRESSION_ENGINE_TIMEOUT (5 s) of
+# wall time, so a stall of the process that lands inside one fails its node. The lock's nodes
+# run again instead (formats.RETRYING_FORMAT): reads and decisions are pure, SETs write the same
+# values, and a ticket drawn twice leaves one that the caller behind skips.
+RETRY = {"retryOnFail": True, "maxTries": 3, "waitBetweenTries": 0}
 REDIS_CREDENTIALS = {
     "redis": {
         "id": "{{@:env:credentials.redis.id}}",
@@ -201,6 +206,7 @@ def set_raw(key: str, role: str, name: str, position: list[int], script: str) ->
         position,
         {"mode": "raw", "jsonOutput": script, "includeOtherFields": False, "options": {}},
         executeOnce=True,
+        **RETRY,
     )
 
 
@@ -213,6 +219,7 @@ def split_out(key: str, role: str, name: str, position: list[int], field_name: s
         1,
         position,
         {"fieldToSplitOut": field_name, "include": "noOtherFields", "options": {}},
+        **RETRY,
     )
 
 
@@ -228,7 +235,7 @@ def redis(
         position,
         parameters,
         executeOnce=once,
-        retryOnFail=False,
+        **RETRY,
         credentials=REDIS_CREDENTIALS,
     )
 
@@ -236,7 +243,7 @@ def redis(
 def if_node(key: str, role: str, name: str, position: list[int], test: str) -> Node:
     return node(
         key, role, name, "n8n-nodes-base.if", 2.2, position, if_parameters(key, test),
-        executeOnce=True,
+        executeOnce=True, **RETRY,
     )  # fmt: skip
 
 
@@ -367,7 +374,6 @@ def acquire(
             **common,
             "__DECIDED__": f"{ref(decide)}.isExecuted",
             "__DECISION__": f"{ref(decide)}.first().json",
-            "__TICKET__": f"{ref(take_ticket)}.first()",
             "__DRAWN__": f"{ref(take_ticket)}.all()",
             **waking,
         },
@@ -478,6 +484,7 @@ def acquire(
             [x + 9 * STEP, y + 2 * ROW],
             {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
             webhookId=str(uuid.uuid5(_NODE_IDS, f"{key}:lock-sleep:{sleep}")),
+            **RETRY,
         )
     )
     g.add(if_node(key, "lock-skip-test", skip_test, [x + 9 * STEP, below + ROW], _state("skip")))

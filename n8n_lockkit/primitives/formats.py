@@ -26,6 +26,10 @@ from n8n_lockkit.primitives import keys
 
 FORMAT = keys.FORMAT
 LEGACY_FORMAT = 1  # n8nlock's nodes before format stamps
+# From this format on, n8nlock's own lock nodes retry a failed run (an expression n8n timed
+# out across a stall): a retried write writes the same values, and a retried ticket INCR leaves
+# a ticket that the caller behind skips like a dead waiter's.
+RETRYING_FORMAT = 3
 MARK = "n8nlock:"
 _NODE_FORMAT = re.compile(r"managed by n8nlock \(format (\d+)\)")
 _PRIMITIVE_STAMP = re.compile(r"\n?primitive: ([a-z_]+), format (\d+), digest ([0-9a-f]+)$")
@@ -121,6 +125,12 @@ def _unstamped_format(node: dict[str, Any], notes: str) -> int:
     inputs = parameters.get("workflowInputs") if isinstance(parameters, dict) else None
     values = inputs.get("value") if isinstance(inputs, dict) else None
     return 2 if isinstance(values, dict) and "max_concurrent" in values else LEGACY_FORMAT
+
+
+def node_format(node: dict[str, Any]) -> int | None:
+    """The format stamped on one node n8nlock added; None for any other node."""
+    match = _NODE_FORMAT.search(str(node.get("notes") or ""))
+    return int(match.group(1)) if match else None
 
 
 def workflow_format(workflow: Workflow) -> int | None:

@@ -8,7 +8,7 @@ import pytest
 from n8n_lockkit.check.rules.base import CODE, MARKER, REDIS, code_of
 from n8n_lockkit.check.validate import check_workflow
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import engine
+from n8n_lockkit.primitives import engine, formats
 from n8n_lockkit.primitives.catalogue import PRIMITIVES, Primitive
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
 from tests.conftest import assert_golden
@@ -82,7 +82,12 @@ def test_redis_nodes_use_the_env_credential_placeholders(primitive: Primitive) -
                 "name": "{{@:env:credentials.redis.name}}",
             }
         }
-        assert node["retryOnFail"] is False
+        # The lock engine's nodes run again after a failure (an expression n8n timed out
+        # across a stall); the template-made ones (cleanup handler, fixed window) never retry.
+        engine_made = formats.node_format(node) is not None
+        assert node["retryOnFail"] is engine_made, node["name"]
+        if engine_made:
+            assert (node["maxTries"], node["waitBetweenTries"]) == (3, 0)
 
 
 def test_node_ids_differ_between_primitives() -> None:

@@ -28,6 +28,7 @@ from n8n_lockkit.check.rules.base import (
     name_of,
     parameters_of,
 )
+from n8n_lockkit.primitives import formats
 
 # Inputs of the primitives that must be at least 1 when given as literal numbers.
 _MINIMUM_ONE_INPUTS = {
@@ -108,12 +109,18 @@ def redis_runs_once(ctx: WorkflowContext) -> Iterator[Problem]:
 
 
 def no_retry(ctx: WorkflowContext) -> Iterator[Problem]:
-    """Lock Redis nodes and calls of the primitives never retry on fail."""
+    """Lock Redis nodes and calls of the primitives never retry on fail.
+
+    Exception: the nodes n8nlock itself stamps with format 3 or later, which retry on purpose
+    (formats.RETRYING_FORMAT): their writes are idempotent and a repeated ticket is skipped."""
     for index, node in ctx.nodes():
         is_redis = node.get("type") == REDIS
         is_lock_node = (is_redis and (ctx.is_primitive or _is_inline_lock_node(node))) or any(
             calls_primitive(node, key) for key in _LOCK_CALLS
         )
+        stamped = formats.node_format(node)
+        if is_redis and stamped is not None and stamped >= formats.RETRYING_FORMAT:
+            continue
         if is_lock_node and node.get("retryOnFail") is True:
             yield Problem(
                 ("nodes", index, "retryOnFail"),

@@ -40,15 +40,16 @@ return {
   index_key: `n8nlock:exec:${workflowId}:${executionId}`,
   // A skip mark must outlive any stall of the skipped caller shorter than its lease.
   gone_ttl: Math.max(ttl, __GONE_MIN_TTL__),
-  // One INCR node: the ticket (a scalar, never expires: it is also the fence), a count, and
-  // for a mutex the fast-path value that tells whether the ticket is next (keys.py). A mutex
-  // caller that may wait also reads the hold average this way (+1 ms per arrival until the
-  // next release sets it again), so that one far back in line sleeps before its first read.
+  // One INCR node: a count, for a mutex the fast-path value that tells whether the ticket is
+  // next (keys.py), and the ticket (a scalar, never expires: it is also the fence), last: a
+  // node that fails part-way and runs again (engine.RETRY) then draws one ticket, not two. A
+  // mutex caller that may wait also reads the hold average this way (+1 ms per arrival until
+  // the next release sets it again), so that one far back in line sleeps before its first read.
   incr: [
-    { key: `${base}:ticket`, expire: false, ttl: 1 },
     { key: `n8nlock:stats:${hour}:arrived:${scope}`, expire: true, ttl: __STATS_TTL__ },
     ...(slots === 1 ? [{ key: `${base}:fast`, expire: false, ttl: 1 }] : []),
     ...(slots === 1 && wait ? [{ key: `${base}:hold_ms`, expire: false, ttl: 1 }] : []),
+    { key: `${base}:ticket`, expire: false, ttl: 1 },
   ],
 };
 } catch (error) {

@@ -78,15 +78,18 @@ if (t === head && !blocked) {
     ...record,
     // Counted after the release, off the path between the release and the next holder.
     wait_stats: before === null ? [] : [stat('waited'), stat(`wait_le_${bucket(waitedMs / 1000)}`)],
+    // The record goes last: a node that fails part-way (n8n times out an expression across a
+    // stall) then leaves no holder behind, only keys that hold nothing, and a retry writes
+    // them all again.
     set: [
-      { key: `${ctx.base}:holder:${t}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
       { key: ctx.index_key, type: 'hash', value: JSON.stringify({ [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: __FORMAT__ }) }), ttl: ctx.ttl_seconds + 3600 },
       // A mutex's fast-path value keeps naming the last ticket out (t - 1, which `served` is),
       // and tells arrivals when this ticket entered (read.js).
       ...(N === 1 ? [{ key: `${ctx.base}:fast`, type: 'string', value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: 0 }] : []),
-      // The copy for the operator commands and format-2 callers (keys.py); last, so that the
-      // record above exists whenever the copy does.
+      // The copy for the operator commands and format-2 callers (keys.py); it holds nothing
+      // by itself for this engine.
       { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
+      { key: `${ctx.base}:holder:${t}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
     ],
   };
 }
@@ -115,7 +118,8 @@ const markedHead = quiet && marks[head] !== null && marks[head] !== undefined;
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= __SKIP_GRACE_MS__;
 if (markedHead || graceOver) {
   return {
-    ...out, head: head + N, state: 'skip',
+    // The next head is watched from a later look of its own, never from this one's watch.
+    ...out, head: head + N, quiet_since: null, state: 'skip',
     skip: [
       { key: `${ctx.base}:gone:${head}`, value: '1', ttl: ctx.gone_ttl },
       { key: `${ctx.base}:served:${look.lane}`, value: String(head), ttl: 0 },

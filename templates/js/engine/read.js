@@ -3,7 +3,7 @@ const ctx = __CONTEXT__;
 const now = Date.now();
 // The ticket is the one the last INCR drew (a requeue draws a new one); a decision about an
 // earlier ticket says nothing about this one.
-const ticket = Number(__TICKET__.json[`${ctx.base}:ticket`]);
+const ticket = Number(__DRAWN__.map((item) => item.json[`${ctx.base}:ticket`]).find((v) => v !== undefined));
 const decided = __DECIDED__ ? __DECISION__ : null;
 const before = decided && decided.ticket === ticket && decided.state !== 'requeue' ? decided : null;
 const N = ctx.slots;
