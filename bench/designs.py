@@ -76,9 +76,10 @@ def wrap_args(key: str) -> list[str]:
     ]
 
 
-def seed_design(n8n: N8nInstance, tmp: Path) -> Design:
-    """The seed's primitives (renamed "seed …") and its wrap of the bench workflow."""
-    run = tree_cli(checkout(SEED_REF, tmp / "seed-tree"))
+def seed_design(n8n: N8nInstance, tmp: Path, ref: str = SEED_REF) -> Design:
+    """The primitives of git ref `ref` (default: the seed; renamed "seed …") and its wrap of
+    the bench workflow, made by that ref's own n8nlock."""
+    run = tree_cli(checkout(ref, tmp / "seed-tree"))
     root = tmp / "seed"
     prepare(root, n8n, run)
     write_template(root, bench_workflow(SEED))

@@ -149,7 +149,10 @@ def first_entry(holders: Sequence[figures.Holder]) -> float:
 def bench_version(version: str, args: argparse.Namespace) -> Figures:
     with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
         os.environ["N8N_API_KEY"] = n8n.api_key
-        designs = [seed_design(n8n, Path(tmp)), v2_design(n8n, Path(tmp), args.v2_build)]
+        designs = [
+            seed_design(n8n, Path(tmp), args.baseline),
+            v2_design(n8n, Path(tmp), args.v2_build),
+        ]
         token = uuid.uuid4().hex[:8]
         progress(f"n8n {version}: P1, {args.runs} shuffled rounds")
         timings = latency(n8n, [PLAIN, *(d.path for d in designs)], args.runs, f"p1-{token}")
@@ -233,10 +236,20 @@ def rows(args: argparse.Namespace, plain: dict[str, float]) -> list[Row]:
     ]  # fmt: skip
 
 
+def baseline_label(args: argparse.Namespace) -> str:
+    return f"seed ({SEED_REF})" if args.baseline == SEED_REF else f"before ({args.baseline})"
+
+
+def baseline_text(args: argparse.Namespace) -> str:
+    if args.baseline == SEED_REF:
+        return f"Seed: `main` before engine v2 ({SEED_REF}: 1 s poll, sub-workflow calls)"
+    return f"Before: the bench workflow wrapped by n8nlock at {args.baseline}"
+
+
 def table(result: Figures, args: argparse.Namespace) -> list[str]:
     """The markdown table of one version: figure | target | seed | v2 (✓ when met)."""
     lines = [
-        f"| figure (n8n {result['n8n']}) | target | seed ({SEED_REF}) | v2 |",
+        f"| figure (n8n {result['n8n']}) | target | {baseline_label(args)} | v2 |",
         "|---|---|---|---|",
     ]
     for label, target, show, met in rows(args, result["plain"]):
@@ -283,7 +296,7 @@ def report(results: list[Figures], args: argparse.Namespace, argv: Sequence[str]
         + ", ".join(f"{r['plain']['median_ms']:.0f} ms on n8n {r['n8n']}" for r in results)
         + f"; {args.runs} shuffled rounds (P1), {args.callers} callers holding "
         f"{args.hold_ms} ms (P2), {FAIRNESS_CLIENTS} clients for {args.fairness_seconds:g} s "
-        f"(P3). Seed: `main` before engine v2 ({SEED_REF}: 1 s poll, sub-workflow calls); "
+        f"(P3). {baseline_text(args)}; "
         f"v2: {V2_BUILDS[args.v2_build]}. ✓/✗: v2 meets the target or not.",
         "",
     ]
@@ -304,6 +317,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     builds = "; ".join(f"{key}: {text}" for key, text in V2_BUILDS.items())
     parser.add_argument("--v2-build", choices=sorted(V2_BUILDS), default="cli", help=builds)
     parser.add_argument("-o", "--output", type=Path, help="also write every figure to this JSON")
+    parser.add_argument(
+        "--baseline",
+        default=SEED_REF,
+        help=f"git ref to compare with, wrapped by its own n8nlock (default {SEED_REF}, the seed)",
+    )
     args = parser.parse_args(argv)
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:

@@ -256,7 +256,7 @@ class Reaper:
 
 
 def _nothing_left(state: ScopeState) -> bool:
-    """Only records on their way out (a release's, for 5 s): nothing to forget."""
+    """Only records on their way out (a release's, for a minute): nothing to forget."""
     return state.ticket is None and all(lane.served is None for lane in state.lanes)
 
 

@@ -739,7 +739,7 @@ class LockStore:
     def forget_if_idle(self, state: ScopeState, quiet_seconds: float) -> tuple[bool, str]:
         """Delete an idle scope's scalars (see _FORGET_IF_IDLE). Its records are left to their
         TTLs: a lane's released record, and the holder:<t> records, none of which holds then
-        (released or withdrawn ones, for 5 s). Returns (deleted, the ticket it had, or why
+        (released or withdrawn ones, for a minute). Returns (deleted, the ticket it had, or why
         not)."""
         scope, slots = state.scope, state.slots
         names = [keys.ticket_key(scope), keys.hold_key(scope)]

@@ -268,6 +268,8 @@ GET_EACH = {
     "keyType": "string",
     "options": {"dotNotation": False},
 }
+# An item with `expires_ms` lives until then, counted when the SET runs (a lease decided
+# before a stall keeps its end); any other lives `ttl` seconds (0: no TTL).
 SET_EACH = {
     "operation": "set",
     "key": "={{ $json.key }}",
@@ -275,7 +277,8 @@ SET_EACH = {
     "keyType": "={{ $json.type }}",
     "valueIsJSON": True,
     "expire": "={{ $json.ttl > 0 }}",
-    "ttl": "={{ Math.max(1, $json.ttl) }}",
+    "ttl": "={{ Math.max(1, $json.expires_ms"
+    " ? Math.ceil(($json.expires_ms - Date.now()) / 1000) : $json.ttl) }}",
 }
 
 

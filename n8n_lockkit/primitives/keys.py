@@ -12,7 +12,7 @@ the same names; `tests/e2e` proves both agree.
 - `n8n-lock-<scope>:holder:<t>`: ticket t's record, once it entered (JSON: lock_id, scope,
   ticket, fence, slots, format, workflow_id, workflow_name, execution_id, locked_at/locked_ms,
   expires_at/expires_ms, ttl_seconds), with the lock's TTL: the lease. A release overwrites it
-  with {released: true, ticket, lock_id, released_at} for 5 s, after it advances `served`. One
+  with {released: true, ticket, lock_id, released_at} for a minute, after it advances `served`. One
   key per ticket, so a caller that writes late can never overwrite another caller's record.
 - `n8n-lock-<scope>:meta:<k>`: a copy of lane k's holder record, for the operator commands,
   `lock_release` calls without a ticket, and callers of format 2 (whose own record it was).
@@ -69,7 +69,9 @@ SKIP_GRACE_SECONDS = 5
 SAFE_ENTRY_MS = SKIP_GRACE_SECONDS * 1000 - 500
 # A skip mark outlives any stall of the skipped caller shorter than its lease.
 GONE_MIN_TTL_SECONDS = 86400
-RELEASED_META_TTL_SECONDS = 5
+# A released (or withdrawn) record stays this long: a head whose record says released has left
+# even when `served` says otherwise (a late skip wrote it back), and is skipped at once.
+RELEASED_META_TTL_SECONDS = 60
 META_SUFFIX = ":meta"
 FENCE_SUFFIX = ":fence"
 INDEX_PREFIX = "n8nlock:exec:"

@@ -33,6 +33,7 @@ QUEUE_SUITE = frozenset(
         "test_rate_limit.py",
         "test_wrapped_corpus.py",
         "test_queue_mode.py",
+        "test_lock_stalls.py",
     }
 )
 

@@ -103,9 +103,10 @@ def engine_workflow(key: str) -> dict[str, Any]:
     }
 
 
-def install(bed: LockBed, key: str, *flags: str) -> str:
+def install(bed: LockBed, key: str, *flags: str, body: dict[str, Any] | None = None) -> str:
+    """Wrap `body` (default: engine_workflow) with the lock, validate it and push it."""
     path = bed.root / "workflows" / f"{key}.template.json"
-    path.write_text(json.dumps(engine_workflow(key), indent=2))
+    path.write_text(json.dumps(body or engine_workflow(key), indent=2))
     run_cli(
         bed.root,
         "add-lock-to-workflow",
@@ -295,9 +296,10 @@ def previous_form(lockbed: LockBed) -> str:
 def test_callers_wrapped_before_the_fast_path_and_after_share_a_scope_safely(
     lockbed: LockBed, mutex: str, previous_form: str, scope: str
 ) -> None:
-    """During a rollout both forms run on one scope. A release of the previous form does not
-    move the fast-path value, so the next arrival of this form reads the line instead of
-    trusting it; contended, the two forms never hold the scope at once."""
+    """During a rollout both forms run on one scope: format 2 (before the fast path) and this
+    one (format 3: per-ticket records, with a copy where format 2 looks). A release of the
+    previous form does not move the fast-path value, so the next arrival of this form reads
+    the line instead of trusting it; contended, the two forms never hold the scope at once."""
     assert call(lockbed, mutex, scope, 0).status == 200
     assert call(lockbed, previous_form, scope, 1).status == 200
     assert call(lockbed, mutex, scope, 2).status == 200

@@ -16,6 +16,7 @@ import redis
 
 from n8n_lockkit.ops.reap import Decision, Reaper
 from n8n_lockkit.ops.store import LockStore
+from n8n_lockkit.primitives import keys
 from n8n_lockkit.remote.n8n_client import N8nNotFound
 from tests.ops_bed import (
     FORMATS,
@@ -219,9 +220,9 @@ def test_a_held_record_without_ttl_is_freed_only_when_its_execution_ended(
     )
     freed = reap(redis_client, Executions({"57": "success"}))[("order-1", 0)]
     assert freed.action == "freed"
-    assert 0 < redis_client.ttl("n8n-lock-order-1:meta:0") <= 5
+    assert 0 < redis_client.ttl("n8n-lock-order-1:meta:0") <= keys.RELEASED_META_TTL_SECONDS
     if fmt == 3:
-        assert 0 < redis_client.ttl("n8n-lock-order-1:holder:1") <= 5
+        assert 0 < redis_client.ttl("n8n-lock-order-1:holder:1") <= keys.RELEASED_META_TTL_SECONDS
 
 
 def test_a_stale_copy_without_ttl_is_deleted_after_the_grace(redis_client: redis.Redis) -> None:

@@ -88,8 +88,10 @@ if (t === head && !blocked) {
       ...(N === 1 ? [{ key: `${ctx.base}:fast`, type: 'string', value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: 0 }] : []),
       // The copy for the operator commands and format-2 callers (keys.py); it holds nothing
       // by itself for this engine.
-      { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
-      { key: `${ctx.base}:holder:${t}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds },
+      // Both live until `expires_ms`, counted when Lock Hold writes them (expires_ms in
+      // SET_EACH): a Lock Hold delayed by a stall must not outlive the holder's own expiry.
+      { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
+      { key: `${ctx.base}:holder:${t}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
     ],
   };
 }
@@ -115,14 +117,21 @@ out.quiet_since = quietSince;
 // head gone before it advances `served`, so that a head that wrote its record late finds the
 // mark (verify.js), or else the caller after it finds the record.
 const markedHead = quiet && marks[head] !== null && marks[head] !== undefined;
+// A head whose record says released has left: the release wrote `served` before its record,
+// so `served` behind it was set back by a late write (a skip decided before a stall). Seen
+// so on two looks in a row (not a release between this look's two reads), it is skipped at
+// once rather than after the grace.
+const releasedHead = quiet && meta !== null && meta !== undefined && meta.released === true && meta.ticket === head;
+out.released_head = releasedHead;
+const leftHead = releasedHead && before && before.head === head && before.released_head === true;
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= __SKIP_GRACE_MS__;
-if (markedHead || graceOver) {
+if (markedHead || leftHead || graceOver) {
   return {
     // The next head is watched from a later look of its own, never from this one's watch.
     ...out, head: head + N, quiet_since: null, state: 'skip',
     skip: [
-      { key: `${ctx.base}:gone:${head}`, value: '1', ttl: ctx.gone_ttl },
-      { key: `${ctx.base}:served:${look.lane}`, value: String(head), ttl: 0 },
+      { key: `${ctx.base}:gone:${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
+      { key: `${ctx.base}:served:${look.lane}`, type: 'string', value: String(head), ttl: 0 },
     ],
   };
 }

@@ -1,7 +1,7 @@
 // @n8n-evol-I:primitive — error_handler_lock_cleanup: release the locks the failed execution still holds.
 // GET replaces each item, so pair its answers with the lock list by position. A lock is
 // released as lock_release does it, in one SET node: its lane advanced past its ticket, then
-// the lane's copy and its record (format 3: one per ticket) marked released (5 s), so that
+// the lane's copy and its record (format 3: one per ticket) marked released (a minute), so that
 // the next ticket in line holds at once.
 const requests = $('Build Scope List').all();
 const writes = [];
