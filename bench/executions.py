@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import requests
 from ruamel.yaml import YAML
 
+from tests.testbed.client import saved_executions
 from tests.testbed.endpoints import N8nInstance
 
 Execution = dict[str, Any]
@@ -23,21 +23,7 @@ def workflow_ids(root: Path) -> dict[str, str]:
 
 def listing(n8n: N8nInstance, workflow_id: str) -> list[Execution]:
     """Every saved execution of a workflow, newest first, with its data."""
-    found: list[Execution] = []
-    params = {"workflowId": workflow_id, "includeData": "true", "limit": "100"}
-    while True:
-        response = requests.get(
-            f"{n8n.base_url}/api/v1/executions",
-            params=params,
-            headers={"X-N8N-API-KEY": n8n.api_key},
-            timeout=120,
-        )
-        response.raise_for_status()
-        page = response.json()
-        found.extend(page["data"])
-        if not page.get("nextCursor"):
-            return found
-        params["cursor"] = page["nextCursor"]
+    return saved_executions(n8n, workflow_id, page_size=100)
 
 
 def matching(

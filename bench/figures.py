@@ -93,8 +93,9 @@ def sub_execution_id(execution: Execution, name: str) -> str:
 def v2_holder(execution: Execution, body: str = BODY) -> Holder:
     """Engine v2 inline: the ticket is the output of Lock Take Ticket (key `…:ticket`), the
     lock is free once the Lock Release SET node has run."""
-    ticket_output = first_output(execution, named(execution, "Lock Take Ticket"))
-    ticket = next(v for k, v in ticket_output.items() if k.endswith(":ticket"))
+    # One item per INCR of its first run; which one is the ticket depends on the format.
+    items = run_data(execution)[named(execution, "Lock Take Ticket")][0]["data"]["main"][0]
+    ticket = next(v for i in items for k, v in i["json"].items() if k.endswith(":ticket"))
     entered = start(execution, body)
     return Holder(
         execution_id=str(execution["id"]),

@@ -21,6 +21,7 @@ it may have been skipped meanwhile; `verify.js`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import uuid
@@ -98,6 +99,11 @@ class Group:
         while len(main) <= output:
             main.append([])
         main[output].append({"node": target, "type": "main", "index": index})
+
+    def chain(self, *names: str) -> None:
+        """Each node's first output into the next node."""
+        for source, target in itertools.pairwise(names):
+            self.connect(source, 0, target)
 
 
 def node(
@@ -467,12 +473,7 @@ def acquire(
     at = [x + 14 * STEP, y + 2 * ROW]
     g.add(split_out(key, "lock-withdraw-items", withdraw_items, at, "set"))
     g.add(redis(key, "lock-withdrawn", withdrawn, [x + 15 * STEP, y + 2 * ROW], SET_EACH, False))
-    g.connect(hold, 0, verify)
-    g.connect(verify, 0, check)
-    g.connect(check, 0, skipped)
-    g.connect(skipped, 0, withdraw)
-    g.connect(withdraw, 0, withdraw_items)
-    g.connect(withdraw_items, 0, withdrawn)
+    g.chain(hold, verify, check, skipped, withdraw, withdraw_items, withdrawn)
     g.exits["held"] = [(verify, 1), (skipped, 1)]
     # Not entering: wait, skip a dead head, draw again, or give up.
     below = y + 2 * ROW

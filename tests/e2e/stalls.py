@@ -38,6 +38,7 @@ import requests
 
 from tests.e2e.lockbed import LockBed
 from tests.e2e.test_lock_engine import engine_workflow, install, most_at_once, spans
+from tests.testbed import client
 from tests.testbed.endpoints import N8nInstance
 from tests.testbed.process import ManagedProcess, live_processes
 from tests.testbed.queue import QueueCluster
@@ -536,27 +537,10 @@ def saved_executions(
     with_data: bool = True,
     page_size: int = 20,
 ) -> list[Execution]:
-    """Every saved execution of `workflow_id` (optionally only `status`: error, success, ...),
-    newest first, following the public API's cursor."""
-    params = {"workflowId": workflow_id, "limit": str(page_size)}
-    if with_data:
-        params["includeData"] = "true"
-    if status:
-        params["status"] = status
-    found: list[Execution] = []
-    while True:
-        response = requests.get(
-            f"{n8n.base_url}/api/v1/executions",
-            params=params,
-            headers={"X-N8N-API-KEY": n8n.api_key},
-            timeout=120,
-        )
-        response.raise_for_status()
-        page = response.json()
-        found += page["data"]
-        if not page.get("nextCursor"):
-            return found
-        params["cursor"] = page["nextCursor"]
+    """Every saved execution of `workflow_id` (optionally only `status`), newest first."""
+    return client.saved_executions(
+        n8n, workflow_id, status=status, with_data=with_data, page_size=page_size
+    )
 
 
 def _run_data(execution: Execution) -> dict[str, list[dict[str, Any]]]:

@@ -52,6 +52,37 @@ def _rest(session: requests.Session, method: str, url: str, body: object = None)
     return response.json()["data"]
 
 
+def saved_executions(
+    instance: N8nInstance,
+    workflow_id: str,
+    *,
+    status: str | None = None,
+    with_data: bool = True,
+    page_size: int = 20,
+) -> list[dict[str, Any]]:
+    """Every saved execution of `workflow_id` (optionally only `status`: error, success, ...),
+    newest first, following the public API's cursor."""
+    params = {"workflowId": workflow_id, "limit": str(page_size)}
+    if with_data:
+        params["includeData"] = "true"
+    if status:
+        params["status"] = status
+    found: list[dict[str, Any]] = []
+    while True:
+        response = requests.get(
+            f"{instance.base_url}/api/v1/executions",
+            params=params,
+            headers={"X-N8N-API-KEY": instance.api_key},
+            timeout=120,
+        )
+        response.raise_for_status()
+        page = response.json()
+        found += page["data"]
+        if not page.get("nextCursor"):
+            return found
+        params["cursor"] = page["nextCursor"]
+
+
 def server_version(base_url: str) -> str:
     """The version n8n reports in its public settings, or "unknown"."""
     try:
