@@ -286,7 +286,7 @@ class Lane:
     lane key `meta:<k>`, and the records (format 3) of its head and of its last ticket out.
 
     `meta` is the holder's record: format 3's `holder:<t>` of the head, else of the last ticket
-    out (its release is under way, or it entered late after a skip; the head waits for it until
+    out (it entered late after a skip, or a release is under way; the head waits for it until
     its record says released), else the lane's record when it is of format 2 (no `format`
     field). The lane's copy of a format-3 record (`copy`) holds nothing by itself: a caller
     skipped while it stalled may have written it late. Without a holder, `meta` is the lane's
@@ -384,7 +384,8 @@ class Lane:
     def copy_is_stale(self) -> bool:
         """A format-3 holder whose lane copy is missing or another lock's (callers of format 2,
         and lock_release calls without a ticket, read the copy). A released copy of the holder
-        itself is no stale one: its release is under way (release.js marks the copy first)."""
+        itself is no stale one: its release is under way (release.js marks the record, then
+        the copy, then advances the lane)."""
         return self.holder is not None and not self.copy_names_holder
 
     @property

@@ -52,6 +52,10 @@ WAKE_LATE_MS = 15
 # looks at least every MAX_POLL_MS and enters within one look, so this is several looks.
 SKIP_GRACE_MS = keys.SKIP_GRACE_SECONDS * 1000
 MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected turn
+# How many tickets' records (and marks) a look reads, from the one before the lane's head as
+# last seen: enough that the look after a sleep still finds the head (bench.lock_bench: reading
+# three, most waiters needed a second look after a sleep).
+LOOK_WINDOW = 6
 # n8n 2.x stops an expression that runs longer than N8N_EXPRESSION_ENGINE_TIMEOUT (5 s) of
 # wall time, so a stall of the process that lands inside one fails its node. The lock's nodes
 # run again instead (formats.RETRYING_FORMAT): reads and decisions are pure, SETs write the same
@@ -373,6 +377,7 @@ def acquire(
         "__HELD_WRAP_MS__": str(keys.HELD_WRAP_MS),
         "__MIN_POLL_MS__": str(MIN_POLL_MS),
         "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
+        "__LOOK_WINDOW__": str(LOOK_WINDOW),
         "__HANDOFF_MS__": str(HANDOFF_MS),
         "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
         "__WAKE_LATE_MS__": str(WAKE_LATE_MS),

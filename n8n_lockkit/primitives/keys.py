@@ -12,8 +12,9 @@ the same names; `tests/e2e` proves both agree.
 - `n8n-lock-<scope>:holder:<t>`: ticket t's record, once it entered (JSON: lock_id, scope,
   ticket, fence, slots, format, workflow_id, workflow_name, execution_id, locked_at/locked_ms,
   expires_at/expires_ms, ttl_seconds), with the lock's TTL: the lease. A release overwrites it
-  with {released: true, ticket, lock_id, released_at} for a minute, after it advances `served`. One
-  key per ticket, so a caller that writes late can never overwrite another caller's record.
+  with {released: true, ticket, lock_id, released_at} for a minute, just before it advances
+  `served`. One key per ticket, so a caller that writes late can never overwrite another
+  caller's record.
 - `n8n-lock-<scope>:meta:<k>`: a copy of lane k's holder record, for the operator commands,
   `lock_release` calls without a ticket, and callers of format 2 (whose own record it was).
   The engine of format 3 decides nothing on it, except to wait for a format-2 holder.

@@ -18,9 +18,8 @@ const t = look.ticket;
 const g = look.guess;
 // On the fast path nothing was read: the ticket before this one is the last out, and its
 // release wrote the fast-path value after marking its record released (release.js).
-const [servedRaw, beforeGuessRaw, guessRaw, guessGoneRaw, afterGuessRaw, afterGoneRaw, holdRaw, laneRaw, oldRaw] = look.fast
-  ? [String(t - 1), null, null, null, null, null, null, null, null]
-  : __READ__.map((item) => item.json.value);
+const values = look.fast ? [String(t - 1), null, null, null] : __READ__.map((item) => item.json.value);
+const [servedRaw, holdRaw, laneRaw, oldRaw] = values;
 // A holder of the format before engine v2 (a count at the bare scope key) still holds the
 // scope: during an upgrade the new form waits for it instead of entering beside it.
 const oldHolder = oldRaw !== null && oldRaw !== undefined && Number(oldRaw) >= 1;
@@ -32,9 +31,16 @@ const parse = (raw) => {
   if (raw === null || raw === undefined) return null;
   try { const record = typeof raw === 'string' ? JSON.parse(raw) : raw; return record && typeof record === 'object' ? record : null; } catch (error) { return null; }
 };
-// The records this look read, by ticket; a ticket it did not read is undefined (unknown).
-const records = look.fast ? { [t - 1]: null } : { [g - N]: parse(beforeGuessRaw), [g]: parse(guessRaw), [g + N]: parse(afterGuessRaw) };
-const marks = look.fast ? {} : { [g]: guessGoneRaw ?? null, [g + N]: afterGoneRaw ?? null };
+// The records and marks this look read, by ticket (read.js: its window); a ticket it did not
+// read is undefined (unknown).
+const records = look.fast ? { [t - 1]: null } : {};
+const marks = {};
+if (!look.fast) {
+  look.window.forEach((k, index) => {
+    records[k] = parse(values[4 + 2 * index]);
+    marks[k] = values[5 + 2 * index] ?? null;
+  });
+}
 // parse() gives null for a key that is absent; undefined means the look did not read it.
 const known = (ticket) => records[ticket] !== undefined;
 // A format-2 holder writes its record only at `meta:<lane>`; format 3 writes a copy there

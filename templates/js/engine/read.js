@@ -41,14 +41,15 @@ if (!fast && ctx.wait && N === 1 && lastOut >= 1 && averageMs !== null && ahead 
     sleepFirstMs = Math.min((ahead - 1) * turnMs * __FAR_SLEEP_SHARE__, __MAX_SLEEP_MS__);
   }
 }
-// Records are per ticket, so a look names the tickets whose records it reads: around the
-// lane's head as last seen (on a first look: the last ticket out's successor for a mutex that
-// knows it, else my predecessor). It reads the head's record and mark, the record of the
-// ticket before it (which must have left before the head may enter), and the same for the
-// ticket after the head, in case the line moved on by one since.
+// Records are per ticket, so a look names the tickets whose records it reads: a window
+// around the lane's head as last seen (on a first look: the last ticket out's successor for a
+// mutex that knows it, else my predecessor), from the ticket before it to a few after it, never
+// past mine. So the look after a sleep still knows the head when the line moved on meanwhile.
 const guess = before ? before.head : (N === 1 && lastOut >= 1 && lastOut < ticket ? lastOut + 1 : ticket - N);
+const window = [guess - N];
+for (let k = guess; k < ticket && window.length < __LOOK_WINDOW__; k += N) window.push(k);
 return {
-  ticket, lane, guess, fast,
+  ticket, lane, guess, fast, window,
   // When this look began, before its read: a skip counts quiet time from one look's answer to
   // a later look's start, so that a stall in between never counts as watched quiet.
   look_ms: now,
@@ -57,15 +58,11 @@ return {
   before,
   read: [
     { key: `${ctx.base}:served:${lane}` },
-    { key: `${ctx.base}:holder:${guess - N}` },
-    { key: `${ctx.base}:holder:${guess}` },
-    { key: `${ctx.base}:gone:${guess}` },
-    { key: `${ctx.base}:holder:${guess + N}` },
-    { key: `${ctx.base}:gone:${guess + N}` },
     { key: `${ctx.base}:hold_ms` },
     // A holder of format 2 keeps its record here (format 3 writes only a copy, marked so).
     { key: `${ctx.base}:meta:${lane}` },
     // The counter of the format before engine v2: its holder keeps the scope (README Upgrading).
     { key: ctx.base },
+    ...window.flatMap((k) => [{ key: `${ctx.base}:holder:${k}` }, { key: `${ctx.base}:gone:${k}` }]),
   ],
 };

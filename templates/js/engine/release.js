@@ -1,9 +1,9 @@
-// Leave the line: advance the lane to this ticket, then mark this ticket's record released.
-// `served` goes first: the next ticket waits until this record says released, so it never
-// enters while this one may still write; the lane's copy goes before the record, so that a
-// copy the next holder writes is never overwritten by this one. SET is idempotent, so a second
-// release (or the cleanup handler after this one) changes nothing; a release this close to the
-// lock's expiry leaves it to its TTL instead.
+// Leave the line: mark this ticket's record and the lane's copy released, then advance the
+// lane to this ticket. The record goes first: the next ticket enters at its first look that
+// sees `served`, with nothing left to wait for. A look that sees the record released and
+// `served` not yet waits a moment; two looks in a row that see so skip it (a release stopped
+// between its writes). SET is idempotent, so a second release (or the cleanup handler after
+// this one) changes nothing; a release this close to the lock's expiry leaves it to its TTL.
 const held = __HELD__;
 const now = Date.now();
 if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
@@ -18,10 +18,11 @@ return {
   released: true, reason: 'released', scope: held.scope, lock_id: held.lock_id, ticket: held.ticket,
   incr: held.wait_stats,
   set: [
-    { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },
-    { key: `${base}:meta:${held.lane}`, value: released, ttl: __RELEASED_TTL__ },
     { key: `${base}:holder:${held.ticket}`, value: released, ttl: __RELEASED_TTL__ },
-    // After the record, so that it never names a ticket whose record still holds (keys.py).
+    { key: `${base}:meta:${held.lane}`, value: released, ttl: __RELEASED_TTL__ },
+    { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },
+    // After `served` and the record, so that it never names a ticket ahead of `served`, or
+    // one whose record still holds (keys.py).
     ...(held.slots === 1 ? [{ key: `${base}:fast`, value: String(held.ticket * __FAST_SCALE__), ttl: 0 }] : []),
     { key: `${base}:hold_ms`, value: String(average), ttl: 604800 },
   ],

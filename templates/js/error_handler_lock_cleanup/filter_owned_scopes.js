@@ -1,7 +1,7 @@
 // @n8n-evol-I:primitive — error_handler_lock_cleanup: release the locks the failed execution still holds.
 // GET replaces each item, so pair its answers with the lock list by position. A lock is
-// released as lock_release does it, in one SET node: its lane advanced past its ticket, then
-// the lane's copy and its record (format 3: one per ticket) marked released (a minute), so that
+// released as lock_release does it, in one SET node: its record (format 3: one per ticket) and
+// the lane's copy marked released (a minute), then its lane advanced past its ticket, so that
 // the next ticket in line holds at once.
 const requests = $('Build Scope List').all();
 const writes = [];
@@ -24,9 +24,9 @@ $input.all().forEach((answer, index) => {
   if (!isOwned) return;
   const lock = { ...request, owned: true, lock_id: meta.lock_id, ticket: meta.ticket, locked_at: meta.locked_at };
   const released = { released: true, ticket: meta.ticket, lock_id: meta.lock_id, released_at: new Date().toISOString(), healed: true };
-  writes.push({ json: { ...lock, set_key: request.served_key, set_value: String(meta.ticket), set_ttl: 0 } });
-  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: JSON.stringify(released), set_ttl: << released_meta_ttl_seconds >> } });
   if (request.holder_key) writes.push({ json: { ...lock, set_key: request.holder_key, set_value: JSON.stringify(released), set_ttl: << released_meta_ttl_seconds >> } });
+  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: JSON.stringify(released), set_ttl: << released_meta_ttl_seconds >> } });
+  writes.push({ json: { ...lock, set_key: request.served_key, set_value: String(meta.ticket), set_ttl: 0 } });
 });
 if (writes.length === 0) {
   const first = requests[0].json;
