@@ -445,11 +445,11 @@ def acquire(
     g.connect(hold_items, 0, hold)
     # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
     decision = f"{ref(decide)}.first().json"
-    verify_test = expression(
-        "verify",
+    verify_js = script_call(
+        _script("verify"),
+        "engine script verify.js",
         {"__DECISION__": decision, "__SAFE_ENTRY_MS__": str(keys.SAFE_ENTRY_MS)},
     )
-    verify_js = verify_test.removeprefix("={{ ").removesuffix(" }}")
     g.add(if_node(key, "lock-verify", verify, [x + 10 * STEP, y], f"{verify_js}.check"))
     g.add(
         redis(
@@ -634,6 +634,12 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = Names()
 def script_expression(source: str, label: str, tokens: dict[str, str]) -> str:
     """A script (the text of a `.js` file) as one n8n expression that returns its object;
     see `expression`. `label` names the script in errors."""
+    return f"={{{{ {script_call(source, label, tokens)} }}}}"
+
+
+def script_call(source: str, label: str, tokens: dict[str, str]) -> str:
+    """The JavaScript of `script_expression` without the `={{ }}` around it: a call that
+    returns the script's object, to use inside a larger expression (an If condition)."""
     lines = [line for line in source.splitlines() if not line.strip().startswith("//")]
     body = "\n".join(lines)
     for token, replacement in tokens.items():
@@ -643,4 +649,4 @@ def script_expression(source: str, label: str, tokens: dict[str, str]) -> str:
         raise TemplateError(f"{label}: no value for {', '.join(leftover)}")
     if "{{" in body or "}}" in body:
         raise TemplateError(f"{label}: '{{{{' or '}}}}' would end the expression")
-    return f"={{{{ (() => {{\n{body}\n}})() }}}}"
+    return f"(() => {{\n{body}\n}})()"

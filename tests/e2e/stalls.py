@@ -38,7 +38,7 @@ import requests
 
 from tests.e2e.lockbed import LockBed
 from tests.e2e.test_lock_engine import engine_workflow, install, most_at_once, spans
-from tests.testbed import client
+from tests.testbed.client import saved_executions
 from tests.testbed.endpoints import N8nInstance
 from tests.testbed.process import ManagedProcess, live_processes
 from tests.testbed.queue import QueueCluster
@@ -527,20 +527,6 @@ def contend_with_stalls(
 
 # ---------------------------------------------------------------------------------------------
 # Diagnosis: the saved executions and n8n's log
-
-
-def saved_executions(
-    n8n: N8nInstance,
-    workflow_id: str,
-    *,
-    status: str | None = None,
-    with_data: bool = True,
-    page_size: int = 20,
-) -> list[Execution]:
-    """Every saved execution of `workflow_id` (optionally only `status`), newest first."""
-    return client.saved_executions(
-        n8n, workflow_id, status=status, with_data=with_data, page_size=page_size
-    )
 
 
 def _run_data(execution: Execution) -> dict[str, list[dict[str, Any]]]:

@@ -50,6 +50,19 @@ def test_every_fixture_folder_names_a_rule() -> None:
     assert {p.name for p in FIXTURES.iterdir()} <= set(RULE_IDS)
 
 
+def test_lock_nodes_that_n8nlock_stamped_format_3_may_retry() -> None:
+    """From format 3 n8nlock itself makes its lock nodes retry (an expression n8n timed out
+    across a stall): the inline lock of bad-inline.json, stamped format 3, passes."""
+    workflow = json.loads((FIXTURES / "lock-no-retry" / "bad-inline.json").read_text())
+    for node in workflow["nodes"]:
+        notes = str(node.get("notes", ""))
+        node["notes"] = notes.replace("managed by n8nlock;", "managed by n8nlock (format 3);")
+        if node["type"] == "n8n-nodes-base.redis":
+            node.update(retryOnFail=True, maxTries=3, waitBetweenTries=0)
+    findings = check_workflow(workflow, display="format3.json", key="orders", env=None)
+    assert [f.rule for f in findings] == []
+
+
 @pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
 def test_fixture(path: Path) -> None:
     rule_ids = _check(path)

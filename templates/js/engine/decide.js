@@ -15,7 +15,6 @@ if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefi
 }
 const N = ctx.slots;
 const t = look.ticket;
-const g = look.guess;
 // On the fast path nothing was read: the ticket before this one is the last out, and its
 // release wrote the fast-path value after marking its record released (release.js).
 const values = look.fast ? [String(t - 1), null, null, null] : __READ__.map((item) => item.json.value);

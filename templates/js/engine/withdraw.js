@@ -3,7 +3,6 @@
 const held = __DECISION__;
 const now = Date.now();
 return {
-  state: 'requeue', ticket: held.ticket,
   set: [
     { key: `${held.base}:holder:${held.ticket}`, type: 'string', value: JSON.stringify({ released: true, withdrawn: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() }), ttl: __RELEASED_TTL__ },
   ],
