@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Run, bench_workflow, cli, prepare, write_template
-from n8n_lockkit.primitives import engine
+from n8n_lockkit.primitives import engine, nodekit
 from tests.testbed.endpoints import N8nInstance
 
 REPO = Path(__file__).parents[1]
@@ -103,21 +103,21 @@ def v2_engine_workflow(key: str) -> dict[str, Any]:
         scope="={{ $json.body.scope }}", ttl_seconds=60, max_wait_seconds=600
     )
     acquire = engine.acquire(key, inputs, (220, 0))
-    decision = f"$({json.dumps(engine.Names()('Lock Decide'))}).first().json"
+    decision = f"$({json.dumps(nodekit.Names()('Lock Decide'))}).first().json"
     release = engine.release(key, decision, (4200, 0))
-    restore = engine.node(
+    restore = nodekit.node(
         key, "lock-restore", "Lock Restore", "n8n-nodes-base.merge", 3, [3400, -200],
         {"mode": "chooseBranch", "chooseBranchMode": "waitForAll", "output": "specifiedInput",
          "useDataOfInput": 1, "numberInputs": 2},
     )  # fmt: skip
-    output = engine.node(
+    output = nodekit.node(
         key, "lock-output", "Lock Output", "n8n-nodes-base.set", 3.4, [5200, 0],
         {"mode": "raw", "jsonOutput": "={{ $('Work').first().json }}",
          "includeOtherFields": False, "options": {}},
         executeOnce=True,
     )  # fmt: skip
     nodes = [hook, *acquire.nodes, restore, hold, work, *release.nodes, output]
-    group = engine.Group(nodes, {**acquire.connections, **release.connections})
+    group = nodekit.Group(nodes, {**acquire.connections, **release.connections})
     group.connect("Webhook", 0, acquire.entry)
     group.connect("Webhook", 0, "Lock Restore", 0)
     for source, output_index in acquire.exits["held"]:

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from n8n_lockkit.primitives import engine
-from n8n_lockkit.primitives.engine import Group, Names, ref, set_raw, split_out, value_js
+from n8n_lockkit.primitives import engine, nodekit
+from n8n_lockkit.primitives.nodekit import Group, Names, ref, set_raw, split_out, value_js
 from n8n_lockkit.primitives.template_files import templates_dir
 
 _WEBHOOK_IDS = uuid.UUID("5b0e2f64-3c1d-4e8a-9f27-6d4c8b1a7e35")
@@ -79,7 +79,7 @@ def _script(name: str) -> str:
 
 def _expression(name: str, tokens: dict[str, str]) -> str:
     source = _script(name).replace("__PLAN__", "\n".join(_script("plan").splitlines()))
-    return engine.script_expression(source, f"rate script {name}.js", tokens)
+    return nodekit.script_expression(source, f"rate script {name}.js", tokens)
 
 
 def _input_js(limits: Sequence[RateInputs]) -> str:
@@ -99,7 +99,7 @@ def _input_js(limits: Sequence[RateInputs]) -> str:
 
 
 def _state(name: str) -> str:
-    return f"$json.state === {engine.js_literal(name)}"
+    return f"$json.state === {nodekit.js_literal(name)}"
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def check(
     g.entry = g.add(set_raw(key, "rate-context", context, [x, y], script))
     g.nodes[-1]["notes"] += config_note
     valid, refused = n("Rate Limit Input Valid?"), n("Rate Limit Input Refused")
-    g.add(engine.if_node(key, "rate-input-valid", valid, [x + STEP, y], "$json.problem === null"))
+    g.add(nodekit.if_node(key, "rate-input-valid", valid, [x + STEP, y], "$json.problem === null"))
     g.add(_stop(key, "rate-input-refused", refused, [x + 2 * STEP, y + ROW], "$json.problem"))
     g.connect(context, 0, valid)
     g.connect(valid, 1, refused)
@@ -178,11 +178,11 @@ def check(
             n("Rate Limit Take?"),
         )  # fmt: skip
         g.add(split_out(key, "rate-read-items", read_items, [at, y], "read"))
-        g.add(engine.redis(key, "rate-read", read, [at + STEP, y], engine.GET_EACH, False))
+        g.add(nodekit.redis(key, "rate-read", read, [at + STEP, y], nodekit.GET_EACH, False))
         check_tokens = {**tokens, "__READ__": f"{ref(read)}.all()"}
         g.add(set_raw(key, "rate-check", decide, [at + 2 * STEP, y],
                       _expression("check", check_tokens)))  # fmt: skip
-        g.add(engine.if_node(key, "rate-take", take, [at + 3 * STEP, y], _state("take")))
+        g.add(nodekit.if_node(key, "rate-take", take, [at + 3 * STEP, y], _state("take")))
         g.connect(look, 0, read_items)
         g.connect(read_items, 0, read)
         g.connect(read, 0, decide)
@@ -192,7 +192,7 @@ def check(
     else:
         g.connect(look, 0, count_items)
     g.add(split_out(key, "rate-count-items", count_items, [at, y], "incr"))
-    g.add(engine.redis(key, "rate-count", count, [at + STEP, y], engine.INCR_EACH, False))
+    g.add(nodekit.redis(key, "rate-count", count, [at + STEP, y], nodekit.INCR_EACH, False))
     g.connect(count_items, 0, count)
     at += 2 * STEP
     last = count
@@ -203,7 +203,9 @@ def check(
         )  # fmt: skip
         g.add(set_raw(key, "rate-reread-keys", keys, [at, y], _expression("reread", tokens)))
         g.add(split_out(key, "rate-reread-items", reread_items, [at + STEP, y], "read"))
-        g.add(engine.redis(key, "rate-reread", reread, [at + 2 * STEP, y], engine.GET_EACH, False))
+        g.add(
+            nodekit.redis(key, "rate-reread", reread, [at + 2 * STEP, y], nodekit.GET_EACH, False)
+        )
         g.connect(count, 0, keys)
         g.connect(keys, 0, reread_items)
         g.connect(reread_items, 0, reread)
@@ -213,7 +215,7 @@ def check(
         at += 3 * STEP
         last = reread
     g.add(set_raw(key, "rate-verdict", verdict, [at, y], _expression("verdict", verdict_tokens)))
-    g.add(engine.if_node(key, "rate-allowed", allowed, [at + STEP, y], _state("allow")))
+    g.add(nodekit.if_node(key, "rate-allowed", allowed, [at + STEP, y], _state("allow")))
     g.connect(last, 0, verdict)
     g.connect(verdict, 0, allowed)
     g.exits["allowed"] = [(allowed, 0)]
@@ -222,8 +224,8 @@ def check(
     return g
 
 
-def _stop(key: str, role: str, name: str, position: list[int], message: str) -> engine.Node:
-    return engine.node(
+def _stop(key: str, role: str, name: str, position: list[int], message: str) -> nodekit.Node:
+    return nodekit.node(
         key, role, name, "n8n-nodes-base.stopAndError", 1, position,
         {"errorType": "errorMessage", "errorMessage": f"={{{{ {message} }}}}"},
     )  # fmt: skip
@@ -246,16 +248,16 @@ def _refusals(
     if shape.waits:
         wait, sleep = names("Rate Limit Wait?"), names("Rate Limit Sleep")
         give_up, too_long = names("Rate Limit Give Up?"), names("Rate Limit Waited Too Long")
-        g.add(engine.if_node(key, "rate-wait", wait, [x, y], _state("wait")))
+        g.add(nodekit.if_node(key, "rate-wait", wait, [x, y], _state("wait")))
         g.add(
-            engine.node(
+            nodekit.node(
                 key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, [x + 2 * STEP, y - ROW],
                 {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}",
                  "unit": "seconds"},
                 webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
             )
         )  # fmt: skip
-        g.add(engine.if_node(key, "rate-give-up", give_up, [x + STEP, y + ROW], _state("fail")))
+        g.add(nodekit.if_node(key, "rate-give-up", give_up, [x + STEP, y + ROW], _state("fail")))
         g.add(_stop(key, "rate-too-long", too_long, [x + 2 * STEP, y + ROW], "$json.message"))
         for source, output in sources:
             g.connect(source, output, wait)
@@ -276,8 +278,8 @@ def _refusals(
         )
         if not last:
             test = names(f"Rate Limit Denied {mode}?")
-            g.add(engine.if_node(key, "rate-denied-mode", test, [x, y],
-                                 f"$json.mode === {engine.js_literal(mode)}"))  # fmt: skip
+            g.add(nodekit.if_node(key, "rate-denied-mode", test, [x, y],
+                                 f"$json.mode === {nodekit.js_literal(mode)}"))  # fmt: skip
             for source, output in sources:
                 g.connect(source, output, test)
             sources = [(test, 0)]
@@ -304,9 +306,9 @@ def _queue(
         names("Rate Limit Queue?"), names("Rate Limit Queue Items"),
         names("Rate Limit Take Place"), names("Rate Limit Place"),
     )  # fmt: skip
-    g.add(engine.if_node(key, "rate-queue-test", test, [x, y], "$json.queue.length > 0"))
+    g.add(nodekit.if_node(key, "rate-queue-test", test, [x, y], "$json.queue.length > 0"))
     g.add(split_out(key, "rate-queue-items", items, [x + STEP, y], "queue"))
-    g.add(engine.redis(key, "rate-queue", take, [x + 2 * STEP, y], engine.INCR_EACH, False))
+    g.add(nodekit.redis(key, "rate-queue", take, [x + 2 * STEP, y], nodekit.INCR_EACH, False))
     decision = {**tokens, "__DECISION__": f"{ref(names('Rate Limit Check'))}.first().json"}
     g.add(set_raw(key, "rate-place", place, [x + 3 * STEP, y], _expression("place", decision)))
     g.connect(wait, 0, test)
@@ -317,16 +319,16 @@ def _queue(
     g.connect(place, 0, wait)
 
 
-def denied_node(key: str, name: str, position: list[int], mode: str) -> engine.Node:
+def denied_node(key: str, name: str, position: list[int], mode: str) -> nodekit.Node:
     """The end of a refused call: its verdict as the output (passthrough), a quiet end (stop),
     or a failed execution with the denial message (error)."""
     if mode == "error":
-        return engine.node(
+        return nodekit.node(
             key, "rate-denied-error", name, "n8n-nodes-base.stopAndError", 1, position,
             {"errorType": "errorMessage", "errorMessage": f"={DENIAL}"},
         )  # fmt: skip
     if mode == "stop":
-        return engine.node(key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
+        return nodekit.node(key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
     fields = "{ allowed: false, scope: $json.scope, count: $json.count, limit: $json.limit, " \
         "message: $json.message }"  # fmt: skip
     node = set_raw(key, "rate-denied-passthrough", name, position, f"={{{{ {fields} }}}}")

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import engine, keys
+from n8n_lockkit.primitives import engine, keys, nodekit
 from n8n_lockkit.primitives.catalogue import (
     LOCK_ACQUISITION,
     LOCK_RELEASE,
@@ -135,33 +135,33 @@ def _script_path(name: str) -> Path:
 def _expression(name: str, tokens: dict[str, str]) -> str:
     """`templates/js/<name>.js` as a Set node expression (see `engine.expression`)."""
     source = _script_path(name).read_text(encoding="utf-8")
-    return engine.script_expression(source, f"script {name}.js", tokens)
+    return nodekit.script_expression(source, f"script {name}.js", tokens)
 
 
 def _first(name: str) -> str:
-    return f"{engine.ref(name)}.first().json"
+    return f"{nodekit.ref(name)}.first().json"
 
 
-def _trigger(key: str, name: str, inputs: list[tuple[str, str]]) -> engine.Node:
+def _trigger(key: str, name: str, inputs: list[tuple[str, str]]) -> nodekit.Node:
     values = [{"name": n, "type": t} for n, t in inputs]
-    return engine.node(
+    return nodekit.node(
         key, "request", name, "n8n-nodes-base.executeWorkflowTrigger", 1.1, [0, 0],
         {"inputSource": "workflowInputs", "workflowInputs": {"values": values}},
     )  # fmt: skip
 
 
-def _chain(g: engine.Group, *names: str) -> None:
+def _chain(g: nodekit.Group, *names: str) -> None:
     """Connect each node's first output to the next node."""
     for source, target in itertools.pairwise(names):
         g.connect(source, 0, target)
 
 
-def _merge(into: engine.Group, group: engine.Group) -> None:
+def _merge(into: nodekit.Group, group: nodekit.Group) -> None:
     into.nodes.extend(group.nodes)
     into.connections.update(group.connections)
 
 
-def _workflow(primitive: Primitive, g: engine.Group) -> Workflow:
+def _workflow(primitive: Primitive, g: nodekit.Group) -> Workflow:
     return {
         "name": primitive.display_name,
         "nodes": g.nodes,
@@ -173,7 +173,7 @@ def _workflow(primitive: Primitive, g: engine.Group) -> Workflow:
 def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
     """Lock Request → the engine's acquire chain → (a waiter's statistics) → Lock Output."""
     key = LOCK_ACQUISITION.key
-    g = engine.Group()
+    g = nodekit.Group()
     trigger = g.add(
         _trigger(
             key,
@@ -208,7 +208,7 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
             )
         }
     )
-    names = engine.Names()
+    names = nodekit.Names()
     acquire = engine.acquire(key, inputs, (STEP, 0), names, options)
     _merge(g, acquire)
     g.connect(trigger, 0, acquire.entry)
@@ -217,33 +217,33 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
     # does not know whether its caller waited, so they are counted here, once the lock is held.
     x, y = 10 * STEP, -engine.ROW
     waited = g.add(
-        engine.if_node(
+        nodekit.if_node(
             key, "lock-waited", "Lock Waited?", [x, y], f"{decision}.wait_stats.length > 0"
         )
     )
     stats = g.add(
-        engine.set_raw(
+        nodekit.set_raw(
             key, "lock-wait-stats", "Lock Wait Stats", [x + STEP, y - engine.ROW // 2],
             f"={{{{ {{ incr: {decision}.wait_stats }} }}}}",
         )
     )  # fmt: skip
     split = g.add(
-        engine.split_out(
+        nodekit.split_out(
             key, "lock-wait-stats-items", "Lock Wait Stats Items",
             [x + 2 * STEP, y - engine.ROW // 2], "incr",
         )
     )  # fmt: skip
     count = g.add(
-        engine.redis(
+        nodekit.redis(
             key, "lock-count-wait", "Lock Count Wait", [x + 3 * STEP, y - engine.ROW // 2],
-            engine.INCR_EACH, False,
+            nodekit.INCR_EACH, False,
         )
     )  # fmt: skip
     script = _expression(
         "lock_acquisition/output",
         {"__CONTEXT__": _first(names("Lock Context")), "__DECISION__": decision},
     )
-    output = g.add(engine.set_raw(key, "lock-output", "Lock Output", [x + 4 * STEP, y], script))
+    output = g.add(nodekit.set_raw(key, "lock-output", "Lock Output", [x + 4 * STEP, y], script))
     for source, index in acquire.exits["held"]:
         g.connect(source, index, waited)
     _chain(g, waited, stats, split, count, output)
@@ -252,7 +252,7 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
 
 
 def _holder_check(
-    g: engine.Group, primitive: Primitive, request: list[tuple[str, str]], prefix: str
+    g: nodekit.Group, primitive: Primitive, request: list[tuple[str, str]], prefix: str
 ) -> tuple[str, str]:
     """Request → Context → read the lane(s) → Check (whose lock it is): lock_release and
     lock_renew both start so. Returns the Context and Check node names."""
@@ -266,21 +266,21 @@ def _holder_check(
         {
             "__INPUT__": "$json",
             "__PRIMITIVE__": key,
-            "__LOCK_ID_REQUIRED__": engine.js_literal(primitive is LOCK_RENEW),
+            "__LOCK_ID_REQUIRED__": nodekit.js_literal(primitive is LOCK_RENEW),
         },
     )
-    g.add(engine.set_raw(key, "context", context, [STEP, 0], script))
-    g.add(engine.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
-    g.add(engine.redis(key, "read", read, [3 * STEP, 0], engine.GET_EACH, False))
+    g.add(nodekit.set_raw(key, "context", context, [STEP, 0], script))
+    g.add(nodekit.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
+    g.add(nodekit.redis(key, "read", read, [3 * STEP, 0], nodekit.GET_EACH, False))
     script = _expression(
         "lock_release/holder",
         {
             "__CONTEXT__": _first(context),
-            "__READ__": f"{engine.ref(read)}.all()",
+            "__READ__": f"{nodekit.ref(read)}.all()",
             "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
         },
     )
-    g.add(engine.set_raw(key, "check", check, [4 * STEP, 0], script))
+    g.add(nodekit.set_raw(key, "check", check, [4 * STEP, 0], script))
     _chain(g, trigger, context, items, read, check)
     return context, check
 
@@ -292,32 +292,36 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
     """Check ownership; the engine's release chain when the lock is the caller's; a stop
     (LOGIC ERROR) when another lock holds the lane; nothing at all when none does."""
     key = LOCK_RELEASE.key
-    g = engine.Group()
+    g = nodekit.Group()
     request = [*_HANDOVER, ("max_concurrent", "number")]
     _, check = _holder_check(g, LOCK_RELEASE, request, "Release")
     # A lock of the format before engine v2, taken before an upgrade's push: delete its
     # counter and record as that format did (README Upgrading).
     old_held = g.add(
-        engine.if_node(
+        nodekit.if_node(
             key, "old-held", "Old Format Held?", [5 * STEP, -2 * engine.ROW],
             "$json.outcome === 'held-old'",
         )
     )  # fmt: skip
     old_items = g.add(
-        engine.split_out(key, "old-items", "Old Format Keys", [6 * STEP, -3 * engine.ROW], "delete")
+        nodekit.split_out(
+            key, "old-items", "Old Format Keys", [6 * STEP, -3 * engine.ROW], "delete"
+        )
     )
     old_release = g.add(
-        engine.redis(
+        nodekit.redis(
             key, "old-release", "Release Old Format", [7 * STEP, -3 * engine.ROW],
             {"operation": "delete", "key": "={{ $json.key }}"}, False,
         )
     )  # fmt: skip
-    owned = g.add(engine.if_node(key, "owned", "Owned?", [5 * STEP, 0], "$json.outcome === 'held'"))
-    names = engine.Names()
+    owned = g.add(
+        nodekit.if_node(key, "owned", "Owned?", [5 * STEP, 0], "$json.outcome === 'held'")
+    )
+    names = nodekit.Names()
     release = engine.release(key, f"{_first(check)}.held", (6 * STEP, -engine.ROW), names)
     _merge(g, release)
     free = g.add(
-        engine.if_node(
+        nodekit.if_node(
             key, "not-held", "Already Released?", [6 * STEP, engine.ROW],
             "$json.outcome !== 'foreign'",
         )
@@ -329,7 +333,7 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
         "{{ $json.lock_id }}; nothing was changed."
     )
     mismatch = g.add(
-        engine.node(
+        nodekit.node(
             key, "mismatch", "Ownership Mismatch — Stop", "n8n-nodes-base.stopAndError", 1,
             [7 * STEP, 2 * engine.ROW], {"errorType": "errorMessage", "errorMessage": message},
         )
@@ -338,12 +342,12 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
         "lock_release/output",
         {
             "__CHECK__": _first(check),
-            "__RELEASED__": f"{engine.ref(names('Lock Release Verdict'))}.isExecuted",
+            "__RELEASED__": f"{nodekit.ref(names('Lock Release Verdict'))}.isExecuted",
             "__VERDICT__": _first(names("Lock Release Verdict")),
-            "__OLD_RELEASED__": f"{engine.ref(old_release)}.isExecuted",
+            "__OLD_RELEASED__": f"{nodekit.ref(old_release)}.isExecuted",
         },
     )
-    output = g.add(engine.set_raw(key, "output", "Release Output", [14 * STEP, 0], script))
+    output = g.add(nodekit.set_raw(key, "output", "Release Output", [14 * STEP, 0], script))
     g.connect(check, 0, old_held)
     g.connect(old_held, 0, old_items)
     g.connect(old_items, 0, old_release)
@@ -361,7 +365,7 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
 def _lock_renew(options: engine.EngineOptions) -> Workflow:
     """Check ownership; SET the record again with a new TTL while it is the caller's."""
     key = LOCK_RENEW.key
-    g = engine.Group()
+    g = nodekit.Group()
     request = [
         *_HANDOVER[:2],
         ("ttl_seconds", "number"),
@@ -378,16 +382,16 @@ def _lock_renew(options: engine.EngineOptions) -> Workflow:
             "__DEFAULT_TTL__": str(options.default_ttl_seconds),
         },
     )
-    decide = g.add(engine.set_raw(key, "decide", "Renew Decide", [5 * STEP, 0], script))
+    decide = g.add(nodekit.set_raw(key, "decide", "Renew Decide", [5 * STEP, 0], script))
     owned = g.add(
-        engine.if_node(key, "still-owned", "Still Owned?", [6 * STEP, 0], "$json.renewed === true")
+        nodekit.if_node(key, "still-owned", "Still Owned?", [6 * STEP, 0], "$json.renewed === true")
     )
-    items = g.add(engine.split_out(key, "renew-items", "Renew Items", [7 * STEP, -100], "set"))
+    items = g.add(nodekit.split_out(key, "renew-items", "Renew Items", [7 * STEP, -100], "set"))
     store = g.add(
-        engine.redis(key, "renew", "Renew Lock", [8 * STEP, -100], engine.SET_EACH, False)
+        nodekit.redis(key, "renew", "Renew Lock", [8 * STEP, -100], nodekit.SET_EACH, False)
     )
     answer = f"={{{{ (({{ set, ...answer }}) => answer)({_first(decide)}) }}}}"
-    output = g.add(engine.set_raw(key, "output", "Renew Output", [9 * STEP, 0], answer))
+    output = g.add(nodekit.set_raw(key, "output", "Renew Output", [9 * STEP, 0], answer))
     _chain(g, check, decide, owned, items, store, output)
     g.connect(owned, 1, output)
     return _workflow(LOCK_RENEW, g)

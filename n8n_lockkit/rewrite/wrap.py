@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.primitives import engine, rate
+from n8n_lockkit.primitives import engine, nodekit, rate
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
 from n8n_lockkit.rewrite.wrap_nodes import (
@@ -179,7 +179,7 @@ def _rate_limit(b: _Builder, entry: Entry, rates: tuple[RateLimitConfig, ...], t
     (binary data included), as Lock Restore does for the lock."""
     x, y = b.position(entry.node)
     label = _label(b.workflow, entry)
-    names = engine.Names("" if b.single_entry else label)
+    names = nodekit.Names("" if b.single_entry else label)
     configs = [dataclasses.asdict(r) for r in rates]
     note = CONFIG_MARK + json.dumps(configs, sort_keys=True)
     inputs = [rate.RateInputs(**c) for c in configs]
@@ -275,7 +275,7 @@ def _acquire_inline(
         wait=not config.fail_fast,
         slots=config.max_concurrent,
     )
-    group = engine.acquire(b.key, inputs, (x + STEP, top), engine.Names(label))
+    group = engine.acquire(b.key, inputs, (x + STEP, top), nodekit.Names(label))
     for node in group.nodes:
         b.add(node, placed=True)
     context = next(n for n in b.workflow["nodes"] if n["name"] == group.entry)
@@ -297,7 +297,7 @@ def _acquire_inline(
     b.connect(*after, restore, 0)
     for source, output in group.exits["held"]:
         b.connect(source, output, restore, 1)
-    return engine.Names(label)("Lock Decide"), restore
+    return nodekit.Names(label)("Lock Decide"), restore
 
 
 def _config_note(config: LockConfig) -> dict[str, object]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from n8n_lockkit.primitives import engine
-from n8n_lockkit.primitives.engine import if_parameters, js_literal
+from n8n_lockkit.primitives import nodekit
 from n8n_lockkit.primitives.formats import MARK
+from n8n_lockkit.primitives.nodekit import if_parameters, js_literal
 from n8n_lockkit.rewrite.graph import Node
 
 __all__ = ["MARK", "if_parameters", "js_literal"]
@@ -22,7 +22,7 @@ def role_of(node: Node) -> str | None:
     return match.group(1) if match else None
 
 
-owned = engine.node  # every node n8nlock adds is made the same way
+owned = nodekit.node  # every node n8nlock adds is made the same way
 
 
 def call(primitive: str, values: dict[str, Any]) -> dict[str, Any]:

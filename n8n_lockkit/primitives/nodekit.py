@@ -1,0 +1,250 @@
+"""The node kit: how n8nlock builds the built-in n8n nodes its engines are made of.
+
+Every node has a deterministic id and the note `n8nlock:<role>` that finds it again; a `Group`
+is a block of nodes with its connections, entry and exits; scripts (`templates/js/...`) become
+n8n expressions. The engines (`engine.py`, `rate.py`) and the sub-workflow primitives use it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from n8n_lockkit.errors import TemplateError
+from n8n_lockkit.primitives.formats import managed_notes
+
+Node = dict[str, Any]
+Connections = dict[str, Any]
+_NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
+
+
+# n8n 2.x stops an expression that runs longer than N8N_EXPRESSION_ENGINE_TIMEOUT (5 s) of
+# wall time, so a stall of the process that lands inside one fails its node. The lock's nodes
+# run again instead (formats.RETRYING_FORMAT): reads and decisions are pure, SETs write the same
+# values, and a ticket drawn twice leaves one that the caller behind skips.
+RETRY = {"retryOnFail": True, "maxTries": 3, "waitBetweenTries": 0}
+REDIS_CREDENTIALS = {
+    "redis": {
+        "id": "{{@:env:credentials.redis.id}}",
+        "name": "{{@:env:credentials.redis.name}}",
+    }
+}
+
+
+@dataclass
+class Group:
+    """Nodes and their connections; `entry` takes the input, `exits` name the outputs."""
+
+    nodes: list[Node] = field(default_factory=list)
+    connections: Connections = field(default_factory=dict)
+    entry: str = ""
+    exits: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+    def add(self, node: Node) -> str:
+        self.nodes.append(node)
+        return str(node["name"])
+
+    def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
+        main = self.connections.setdefault(source, {}).setdefault("main", [])
+        while len(main) <= output:
+            main.append([])
+        main[output].append({"node": target, "type": "main", "index": index})
+
+    def chain(self, *names: str) -> None:
+        """Each node's first output into the next node."""
+        for source, target in itertools.pairwise(names):
+            self.connect(source, 0, target)
+
+
+def node(
+    key: str,
+    role: str,
+    name: str,
+    kind: str,
+    version: float,
+    position: list[int],
+    parameters: dict[str, Any],
+    **extra: Any,
+) -> Node:
+    """A node n8nlock owns: a deterministic id, and the note `n8nlock:<role>` that finds it."""
+    return {
+        "id": str(uuid.uuid5(_NODE_IDS, f"{key}:{role}:{name}")),
+        "name": name,
+        "type": kind,
+        "typeVersion": version,
+        "position": position,
+        "parameters": parameters,
+        "notes": managed_notes(role),
+        **extra,
+    }
+
+
+def if_parameters(key: str, expression: str) -> dict[str, Any]:
+    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
+    return {
+        "conditions": {
+            "options": {
+                "caseSensitive": True,
+                "leftValue": "",
+                "typeValidation": "strict",
+                "version": 2,
+            },
+            "conditions": [
+                {
+                    "id": condition_id,
+                    "leftValue": f"={{{{ {expression} }}}}",
+                    "rightValue": True,
+                    "operator": {"type": "boolean", "operation": "true", "singleValue": True},
+                }
+            ],
+            "combinator": "and",
+        },
+        "options": {},
+    }
+
+
+def js_literal(value: Any) -> str:
+    """A JavaScript literal of `value`, readable as it stands in the n8n editor."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def value_js(value: Any) -> str:
+    """The JavaScript expression for an n8n parameter value: `={{ x }}` is `(x)`, text with
+    expressions inside is a concatenation, anything else is a literal."""
+    if not (isinstance(value, str) and value.startswith("=")):
+        return js_literal(value)
+    parts: list[str] = []
+    for index, piece in enumerate(re.split(r"\{\{(.*?)\}\}", value[1:], flags=re.S)):
+        if index % 2:
+            parts.append(f"({piece.strip()})")
+        elif piece:
+            parts.append(js_literal(piece))
+    if len(parts) == 1 and value[1:].strip().startswith("{{") and value.rstrip().endswith("}}"):
+        return parts[0]  # one expression alone keeps its type (a number stays a number)
+    return " + ".join(f"String({p})" if p.startswith("(") else p for p in parts) or '""'
+
+
+def ref(name: str) -> str:
+    return f"$({js_literal(name)})"
+
+
+@dataclass(frozen=True)
+class Names:
+    """The lock's node names; `label` tells several entries' chains apart."""
+
+    label: str = ""
+
+    def __call__(self, base: str) -> str:
+        return f"{base} ({self.label})" if self.label else base
+
+
+UNLABELLED = Names()  # one entry: the plain names
+
+
+def set_raw(key: str, role: str, name: str, position: list[int], script: str) -> Node:
+    return node(
+        key,
+        role,
+        name,
+        "n8n-nodes-base.set",
+        3.4,
+        position,
+        {"mode": "raw", "jsonOutput": script, "includeOtherFields": False, "options": {}},
+        executeOnce=True,
+        **RETRY,
+    )
+
+
+def split_out(key: str, role: str, name: str, position: list[int], field_name: str) -> Node:
+    return node(
+        key,
+        role,
+        name,
+        "n8n-nodes-base.splitOut",
+        1,
+        position,
+        {"fieldToSplitOut": field_name, "include": "noOtherFields", "options": {}},
+        **RETRY,
+    )
+
+
+def redis(
+    key: str, role: str, name: str, position: list[int], parameters: dict[str, Any], once: bool
+) -> Node:
+    return node(
+        key,
+        role,
+        name,
+        "n8n-nodes-base.redis",
+        1,
+        position,
+        parameters,
+        executeOnce=once,
+        **RETRY,
+        credentials=REDIS_CREDENTIALS,
+    )
+
+
+def if_node(key: str, role: str, name: str, position: list[int], test: str) -> Node:
+    return node(
+        key, role, name, "n8n-nodes-base.if", 2.2, position, if_parameters(key, test),
+        executeOnce=True, **RETRY,
+    )  # fmt: skip
+
+
+INCR_EACH = {
+    "operation": "incr",
+    "key": "={{ $json.key }}",
+    "expire": "={{ $json.expire }}",
+    "ttl": "={{ $json.ttl }}",
+}
+
+
+GET_EACH = {
+    "operation": "get",
+    "propertyName": "value",
+    "key": "={{ $json.key }}",
+    "keyType": "string",
+    "options": {"dotNotation": False},
+}
+# An item with `expires_ms` lives until then, counted when the SET runs (a lease decided
+# before a stall keeps its end); any other lives `ttl` seconds (0: no TTL).
+SET_EACH = {
+    "operation": "set",
+    "key": "={{ $json.key }}",
+    "value": "={{ $json.value }}",
+    "keyType": "={{ $json.type }}",
+    "valueIsJSON": True,
+    "expire": "={{ $json.ttl > 0 }}",
+    "ttl": "={{ Math.max(1, $json.expires_ms"
+    " ? Math.ceil(($json.expires_ms - Date.now()) / 1000) : $json.ttl) }}",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# For the sub-workflow primitives (render.py): the same scripts and node builders.
+
+
+def script_expression(source: str, label: str, tokens: dict[str, str]) -> str:
+    """A script (the text of a `.js` file) as one n8n expression that returns its object;
+    see `expression`. `label` names the script in errors."""
+    return f"={{{{ {script_call(source, label, tokens)} }}}}"
+
+
+def script_call(source: str, label: str, tokens: dict[str, str]) -> str:
+    """The JavaScript of `script_expression` without the `={{ }}` around it: a call that
+    returns the script's object, to use inside a larger expression (an If condition)."""
+    lines = [line for line in source.splitlines() if not line.strip().startswith("//")]
+    body = "\n".join(lines)
+    for token, replacement in tokens.items():
+        body = body.replace(token, replacement)
+    leftover = re.findall(r"__[A-Z_]+__", body)
+    if leftover:
+        raise TemplateError(f"{label}: no value for {', '.join(leftover)}")
+    if "{{" in body or "}}" in body:
+        raise TemplateError(f"{label}: '{{{{' or '}}}}' would end the expression")
+    return f"(() => {{\n{body}\n}})()"
