@@ -29,6 +29,7 @@ from typing import Any
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.primitives.nodekit import (
     _NODE_IDS,
+    CELL,
     GET_EACH,
     INCR_EACH,
     RETRY,
@@ -49,8 +50,31 @@ from n8n_lockkit.primitives.nodekit import (
 )
 from n8n_lockkit.primitives.template_files import templates_dir
 
-STEP = 220
-ROW = 200
+STEP = 180  # the engine's grid: node boxes are 100 x 100, their labels sit below them
+ROW = 150
+# Where each node of a chain sits, by role: (column, row) in its block's grid. Row 0 is the
+# path an uncontended call takes, left to right; the slow paths (reading the line, waiting,
+# skipping a dead head, giving up, withdrawing) fold into the rows below. `Group.place` turns
+# cells into canvas positions.
+ACQUIRE_CELLS: dict[str, tuple[int, int]] = {
+    "lock-context": (0, 0), "lock-input-valid": (1, 0), "lock-ticket-items": (2, 0),
+    "lock-take-ticket": (3, 0), "lock-look": (4, 0), "lock-skip-read": (5, 0),
+    "lock-decide": (7, 0), "lock-enter": (8, 0), "lock-hold-items": (9, 0), "lock-hold": (10, 0),
+    "lock-verify": (11, 0),
+    "lock-input-refused": (1, 1), "lock-read-items": (5, 1), "lock-read": (6, 1),
+    "lock-keep-waiting": (8, 1), "lock-sleep": (9, 1), "lock-check-skipped": (11, 1),
+    "lock-was-skipped": (12, 1),
+    "lock-skip-test": (8, 2), "lock-skip-items": (9, 2), "lock-skip": (10, 2),
+    "lock-withdraw": (0, 3), "lock-withdraw-items": (1, 3), "lock-withdrawn": (2, 3),
+    "lock-redraw": (3, 3),
+    "lock-requeue": (8, 3), "lock-leave": (9, 3), "lock-give-up-items": (10, 3),
+    "lock-count-give-up": (11, 3), "lock-refused": (12, 3),
+}  # fmt: skip
+RELEASE_CELLS: dict[str, tuple[int, int]] = {
+    "lock-release-verdict": (0, 0), "lock-release-in-time": (1, 0), "lock-release-items": (2, 0),
+    "lock-release": (3, 0), "lock-waited": (4, 0),
+    "lock-wait-stats": (4, 1), "lock-wait-stats-items": (5, 1), "lock-count-wait": (6, 1),
+}  # fmt: skip
 MIN_POLL_MS = 10
 MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
 DEFAULT_HOLD_MS = 250
@@ -135,7 +159,6 @@ def acquire(
 ) -> Group:
     """The acquire chain. `entry` takes the caller's items (the first one is read); the exit
     `held` gives the held lock's record (one item per SET), `refused` nothing (it stops)."""
-    x, y = origin
     g = Group()
     n = names
     context, ticket_items, take_ticket = (
@@ -171,20 +194,20 @@ def acquire(
             "__GONE_MIN_TTL__": str(keys.GONE_MIN_TTL_SECONDS),
         },
     )
-    g.entry = g.add(set_raw(key, "lock-context", context, [x, y], context_script))
+    g.entry = g.add(set_raw(key, "lock-context", context, CELL, context_script))
     valid, invalid = n("Lock Input Valid?"), n("Lock Input Refused")
-    g.add(if_node(key, "lock-input-valid", valid, [x + STEP, y + ROW], "$json.problem === null"))
+    g.add(if_node(key, "lock-input-valid", valid, CELL, "$json.problem === null"))
     g.add(
         node(
             key, "lock-input-refused", invalid, "n8n-nodes-base.stopAndError", 1,
-            [x + 2 * STEP, y + 2 * ROW],
+            CELL,
             {"errorType": "errorMessage", "errorMessage": "={{ $json.problem }}"},
         )
     )  # fmt: skip
     g.connect(context, 0, valid)
     g.connect(valid, 1, invalid)
-    g.add(split_out(key, "lock-ticket-items", ticket_items, [x + STEP, y], "incr"))
-    g.add(redis(key, "lock-take-ticket", take_ticket, [x + 2 * STEP, y], INCR_EACH, False))
+    g.add(split_out(key, "lock-ticket-items", ticket_items, CELL, "incr"))
+    g.add(redis(key, "lock-take-ticket", take_ticket, CELL, INCR_EACH, False))
     waking = {
         "__FAST_SCALE__": str(keys.FAST_SCALE),
         "__HELD_MARK__": str(keys.HELD_MARK),
@@ -206,15 +229,15 @@ def acquire(
             **waking,
         },
     )
-    g.add(set_raw(key, "lock-look", look, [x + 3 * STEP, y], look_script))
-    g.add(if_node(key, "lock-skip-read", skip_read, [x + 4 * STEP, y - ROW], "$json.skip_read"))
-    g.add(split_out(key, "lock-read-items", read_items, [x + 4 * STEP, y], "read"))
+    g.add(set_raw(key, "lock-look", look, CELL, look_script))
+    g.add(if_node(key, "lock-skip-read", skip_read, CELL, "$json.skip_read"))
+    g.add(split_out(key, "lock-read-items", read_items, CELL, "read"))
     g.add(
         redis(
             key,
             "lock-read",
             read,
-            [x + 5 * STEP, y],
+            CELL,
             GET_EACH,
             False,
         )
@@ -233,15 +256,15 @@ def acquire(
             **waking,
         },
     )
-    g.add(set_raw(key, "lock-decide", decide, [x + 6 * STEP, y], decide_script))
-    g.add(if_node(key, "lock-enter", enter, [x + 7 * STEP, y], _state("enter")))
-    g.add(split_out(key, "lock-hold-items", hold_items, [x + 8 * STEP, y], "set"))
+    g.add(set_raw(key, "lock-decide", decide, CELL, decide_script))
+    g.add(if_node(key, "lock-enter", enter, CELL, _state("enter")))
+    g.add(split_out(key, "lock-hold-items", hold_items, CELL, "set"))
     g.add(
         redis(
             key,
             "lock-hold",
             hold,
-            [x + 9 * STEP, y],
+            CELL,
             SET_EACH,
             False,
         )
@@ -264,13 +287,13 @@ def acquire(
         "engine script verify.js",
         {"__DECISION__": decision, "__SAFE_ENTRY_MS__": str(keys.SAFE_ENTRY_MS)},
     )
-    g.add(if_node(key, "lock-verify", verify, [x + 10 * STEP, y], f"{verify_js}.check"))
+    g.add(if_node(key, "lock-verify", verify, CELL, f"{verify_js}.check"))
     g.add(
         redis(
             key,
             "lock-check-skipped",
             check,
-            [x + 11 * STEP, y + ROW],
+            CELL,
             {
                 "operation": "get",
                 "propertyName": "gone",
@@ -281,22 +304,18 @@ def acquire(
             True,
         )
     )
-    g.add(
-        if_node(key, "lock-was-skipped", skipped, [x + 12 * STEP, y + ROW], "$json.gone !== null")
-    )
+    g.add(if_node(key, "lock-was-skipped", skipped, CELL, "$json.gone !== null"))
     withdraw_script = expression(
         "withdraw",
         {"__DECISION__": decision, "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS)},
     )
-    g.add(set_raw(key, "lock-withdraw", withdraw, [x + 13 * STEP, y + 2 * ROW], withdraw_script))
-    at = [x + 14 * STEP, y + 2 * ROW]
-    g.add(split_out(key, "lock-withdraw-items", withdraw_items, at, "set"))
-    g.add(redis(key, "lock-withdrawn", withdrawn, [x + 15 * STEP, y + 2 * ROW], SET_EACH, False))
+    g.add(set_raw(key, "lock-withdraw", withdraw, CELL, withdraw_script))
+    g.add(split_out(key, "lock-withdraw-items", withdraw_items, CELL, "set"))
+    g.add(redis(key, "lock-withdrawn", withdrawn, CELL, SET_EACH, False))
     g.chain(hold, verify, check, skipped, withdraw, withdraw_items, withdrawn)
     g.exits["held"] = [(verify, 1), (skipped, 1)]
     # Not entering: wait, skip a dead head, draw again, or give up.
-    below = y + 2 * ROW
-    g.add(if_node(key, "lock-keep-waiting", keep_waiting, [x + 8 * STEP, below], _state("wait")))
+    g.add(if_node(key, "lock-keep-waiting", keep_waiting, CELL, _state("wait")))
     g.add(
         node(
             key,
@@ -304,25 +323,22 @@ def acquire(
             sleep,
             "n8n-nodes-base.wait",
             1.1,
-            [x + 9 * STEP, y + 2 * ROW],
+            CELL,
             {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
             webhookId=str(uuid.uuid5(_NODE_IDS, f"{key}:lock-sleep:{sleep}")),
             **RETRY,
         )
     )
-    g.add(if_node(key, "lock-skip-test", skip_test, [x + 9 * STEP, below + ROW], _state("skip")))
-    at = [x + 10 * STEP, y + 3 * ROW]
-    g.add(split_out(key, "lock-skip-items", skip_items, at, "skip"))
-    g.add(redis(key, "lock-skip", skip, [x + 11 * STEP, y + 3 * ROW], SET_EACH, False))
-    g.add(
-        if_node(key, "lock-requeue", requeue, [x + 10 * STEP, below + 2 * ROW], _state("requeue"))
-    )
+    g.add(if_node(key, "lock-skip-test", skip_test, CELL, _state("skip")))
+    g.add(split_out(key, "lock-skip-items", skip_items, CELL, "skip"))
+    g.add(redis(key, "lock-skip", skip, CELL, SET_EACH, False))
+    g.add(if_node(key, "lock-requeue", requeue, CELL, _state("requeue")))
     g.add(
         redis(
             key,
             "lock-leave",
             leave,
-            [x + 11 * STEP, y + 5 * ROW],
+            CELL,
             {
                 "operation": "set",
                 "key": "={{ $json.gone.key }}",
@@ -334,9 +350,8 @@ def acquire(
             True,
         )
     )
-    g.add(split_out(key, "lock-give-up-items", leave_items, [x + 12 * STEP, y + 5 * ROW], "incr"))
-    at = [x + 13 * STEP, y + 5 * ROW]
-    g.add(redis(key, "lock-count-give-up", count_leave, at, INCR_EACH, False))
+    g.add(split_out(key, "lock-give-up-items", leave_items, CELL, "incr"))
+    g.add(redis(key, "lock-count-give-up", count_leave, CELL, INCR_EACH, False))
     message = f"{ref(decide)}.first().json.message"
     g.add(
         node(
@@ -345,7 +360,7 @@ def acquire(
             refused,
             "n8n-nodes-base.stopAndError",
             1,
-            [x + 14 * STEP, y + 5 * ROW],
+            CELL,
             {"errorType": "errorMessage", "errorMessage": f"={{{{ {message} }}}}"},
         )
     )
@@ -361,7 +376,7 @@ def acquire(
     redraw = n("Lock Redraw")
     g.add(
         set_raw(
-            key, "lock-redraw", redraw, [x + 16 * STEP, y + 2 * ROW],
+            key, "lock-redraw", redraw, CELL,
             f"={{{{ {{ incr: {ref(withdraw)}.first().json.incr }} }}}}",
         )
     )  # fmt: skip
@@ -371,6 +386,7 @@ def acquire(
     g.connect(leave, 0, leave_items)
     g.connect(leave_items, 0, count_leave)
     g.connect(count_leave, 0, refused)
+    g.place(origin, ACQUIRE_CELLS, STEP, ROW)
     return g
 
 
@@ -378,7 +394,6 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     """The release chain. `held` is a JS expression of the acquire's decision (the record).
     Exit `done` continues with the verdict {released, reason, scope, lock_id} (as its first
     item, or after the SET the items it wrote)."""
-    x, y = origin
     g = Group()
     verdict, in_time, items, store = (
         names(RELEASE_ENTRY), names("Lock Release In Time?"),
@@ -396,15 +411,15 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
             "__FAST_SCALE__": str(keys.FAST_SCALE),
         },
     )
-    g.entry = g.add(set_raw(key, "lock-release-verdict", verdict, [x, y], script))
-    g.add(if_node(key, "lock-release-in-time", in_time, [x + STEP, y], "$json.released"))
-    g.add(split_out(key, "lock-release-items", items, [x + 2 * STEP, y - ROW // 2], "set"))
+    g.entry = g.add(set_raw(key, "lock-release-verdict", verdict, CELL, script))
+    g.add(if_node(key, "lock-release-in-time", in_time, CELL, "$json.released"))
+    g.add(split_out(key, "lock-release-items", items, CELL, "set"))
     g.add(
         redis(
             key,
             "lock-release",
             store,
-            [x + 3 * STEP, y - ROW // 2],
+            CELL,
             {
                 "operation": "set",
                 "key": "={{ $json.key }}",
@@ -419,16 +434,16 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     # A waiter's statistics are counted here, after the lock is free: the next holder does
     # not wait for them.
     test = f"{ref(verdict)}.first().json.incr.length > 0"
-    g.add(if_node(key, "lock-waited", waited, [x + 4 * STEP, y], test))
+    g.add(if_node(key, "lock-waited", waited, CELL, test))
     g.add(
         set_raw(
-            key, "lock-wait-stats", stats_items, [x + 5 * STEP, y - ROW // 2],
+            key, "lock-wait-stats", stats_items, CELL,
             f"={{{{ {{ incr: {ref(verdict)}.first().json.incr }} }}}}",
         )
     )  # fmt: skip
     split = names("Lock Wait Stats Items")
-    g.add(split_out(key, "lock-wait-stats-items", split, [x + 6 * STEP, y - ROW // 2], "incr"))
-    g.add(redis(key, "lock-count-wait", count, [x + 7 * STEP, y - ROW // 2], INCR_EACH, False))
+    g.add(split_out(key, "lock-wait-stats-items", split, CELL, "incr"))
+    g.add(redis(key, "lock-count-wait", count, CELL, INCR_EACH, False))
     g.connect(verdict, 0, in_time)
     g.connect(in_time, 0, items)
     g.connect(in_time, 1, waited)
@@ -438,4 +453,5 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     g.connect(stats_items, 0, split)
     g.connect(split, 0, count)
     g.exits["done"] = [(waited, 1), (count, 0)]
+    g.place(origin, RELEASE_CELLS, STEP, ROW)
     return g

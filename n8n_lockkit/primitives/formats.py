@@ -35,6 +35,7 @@ _NODE_FORMAT = re.compile(r"managed by n8nlock \(format (\d+)\)")
 _PRIMITIVE_STAMP = re.compile(r"\n?primitive: ([a-z_]+), format (\d+), digest ([0-9a-f]+)$")
 _TRIGGERS = ("n8n-nodes-base.executeWorkflowTrigger", "n8n-nodes-base.errorTrigger")
 PRIMITIVE_NAME_PREFIX = "n8nlock: "
+_ROLE = re.compile(rf"{MARK}([a-z-]+)")
 DIGEST_LENGTH = 16
 
 Workflow = dict[str, Any]
@@ -43,6 +44,12 @@ Workflow = dict[str, Any]
 def managed_notes(role: str) -> str:
     """The notes of a node n8nlock adds: how later runs find it, and which format made it."""
     return f"{MARK}{role} — managed by n8nlock (format {FORMAT}); re-run its command to change it"
+
+
+def role_of(node: dict[str, Any]) -> str | None:
+    """The role n8nlock gave a node it added (`lock-hold`, `frame-lock`, …), else None."""
+    match = _ROLE.match(str(node.get("notes", "")))
+    return match.group(1) if match else None
 
 
 def _nodes(workflow: Workflow) -> list[dict[str, Any]]:

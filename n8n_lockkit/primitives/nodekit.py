@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives.formats import managed_notes
+from n8n_lockkit.primitives.formats import managed_notes, role_of
 
 Node = dict[str, Any]
 Connections = dict[str, Any]
@@ -26,6 +26,8 @@ _NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
 # wall time, so a stall of the process that lands inside one fails its node. The lock's nodes
 # run again instead (formats.RETRYING_FORMAT): reads and decisions are pure, SETs write the same
 # values, and a ticket drawn twice leaves one that the caller behind skips.
+# A node built for a block: `Group.place` puts it at its cell.
+CELL: list[int] = [0, 0]
 RETRY = {"retryOnFail": True, "maxTries": 3, "waitBetweenTries": 0}
 REDIS_CREDENTIALS = {
     "redis": {
@@ -43,10 +45,27 @@ class Group:
     connections: Connections = field(default_factory=dict)
     entry: str = ""
     exits: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # Where each node sits in the block's grid, (column, row) by name: set by `place`.
+    cells: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def add(self, node: Node) -> str:
         self.nodes.append(node)
         return str(node["name"])
+
+    def place(
+        self, origin: tuple[int, int], cells: dict[str, tuple[int, int]], step: int, row: int
+    ) -> None:
+        """Put every node at its role's cell: `origin` + (column × `step`, row × `row`)."""
+        x, y = origin
+        for node in self.nodes:
+            role = role_of(node)
+            if role not in cells:
+                raise TemplateError(
+                    f"node {node['name']!r} (role {role}) has no cell in the layout"
+                )
+            column, line = cells[role]
+            node["position"] = [x + column * step, y + line * row]
+            self.cells[str(node["name"])] = (column, line)
 
     def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
         main = self.connections.setdefault(source, {}).setdefault("main", [])

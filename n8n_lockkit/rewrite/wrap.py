@@ -29,12 +29,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives import engine, nodekit, rate
-from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite import graph, layout, notes, shape
+from n8n_lockkit.rewrite.configs import ALGORITHMS as ALGORITHMS
+from n8n_lockkit.rewrite.configs import INLINE_LOCK_SHIFT as INLINE_LOCK_SHIFT
+from n8n_lockkit.rewrite.configs import LOCK_SHIFT as LOCK_SHIFT
+from n8n_lockkit.rewrite.configs import ON_DENIED as ON_DENIED
+from n8n_lockkit.rewrite.configs import LockConfig as LockConfig
+from n8n_lockkit.rewrite.configs import RateLimitConfig as RateLimitConfig
+from n8n_lockkit.rewrite.configs import Rates as Rates
+from n8n_lockkit.rewrite.configs import WrapError as WrapError
 from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
 from n8n_lockkit.rewrite.wrap_nodes import (
     acquired,
@@ -63,58 +69,25 @@ BEFORE_MARK = "; before n8nlock: "
 BEFORE_NO_SETTINGS = "no settings"
 BEFORE_NO_ORDER = "no executionOrder"
 BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
-LOCK_SHIFT = 440  # the sub-workflow form: Lock Acquire, Lock Restore Items
-INLINE_LOCK_SHIFT = 220  # the inline form: Lock Restore (its acquire chain sits above)
-INLINE_BAND = 7 * engine.ROW  # the height of one inline acquire chain, with a gap
 RATE_SHIFT = 660  # the form before the inline rate limit: Rate Limit (a sub-workflow call) …
 INLINE_RATE_SHIFT = 220  # the inline form: Rate Limit Restore (its chain sits above)
-RATE_BAND = 5 * engine.ROW  # the height of one rate-limit chain (wait and two refusal modes)
 STEP = 220
-NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on the canvas
-NODE_HEIGHT = 100
 MAX_MERGE_INPUTS = 10
 EXECUTE = "n8n-nodes-base.executeWorkflow"
 LOST = (
     "Lock lost before {target}: {{{{ $json.reason }}}} (scope '{{{{ $json.scope }}}}'); "
     "the node did not run"
 )
-ON_DENIED = rate.ON_DENIED
-ALGORITHMS = ("sliding", "fixed")
 
 
-@dataclass(frozen=True)
-class LockConfig:
-    scope: str
-    ttl_seconds: int | None = 86400  # None: add-lock-to-workflow picks it from the workflow
-    max_wait_seconds: int = 86400
-    fail_fast: bool = False
-    lock_on_error: bool = False
-    renew_before: tuple[str, ...] = ()  # body nodes that renew the lock before they run
-    max_concurrent: int = 1  # N > 1: a semaphore of N slots
-    via_subworkflow: bool = False  # call the lock_acquisition / lock_release primitives
+@dataclass
+class _Block:
+    """Nodes n8nlock added that one note frames: what they are, and how to change them."""
 
-    @property
-    def shift(self) -> int:
-        return LOCK_SHIFT if self.via_subworkflow else INLINE_LOCK_SHIFT
-
-
-@dataclass(frozen=True)
-class RateLimitConfig:
-    scope: str
-    limit: int
-    window_seconds: int
-    on_denied: str = "passthrough"
-    algorithm: str = "sliding"  # a workflow wrapped before sliding existed reads back as fixed
-    cost: str = "1"  # units one execution spends: a number or an n8n expression
-    max_wait_seconds: int = 300  # on_denied wait: how long a call may wait for its place
-
-
-# One rate limit, or several composed (each its own scope), as read_configs gives them back.
-Rates = RateLimitConfig | tuple[RateLimitConfig, ...] | None
-
-
-class WrapError(LockkitError):
-    """The workflow cannot be wrapped as asked."""
+    role: str
+    name: str
+    text: str
+    nodes: list[Node]
 
 
 @dataclass
@@ -123,13 +96,18 @@ class _Builder:
     workflow: Workflow
     single_entry: bool
     join_y: int = 0
+    framed: list[_Block] = dataclasses.field(default_factory=list)
+    bottom: float | None = None  # where the next block stacked above the body ends
 
     def name(self, base: str, label: str) -> str:
         return base if self.single_entry else f"{base} ({label})"
 
     def position(self, name: str) -> list[int]:
-        node = next(n for n in graph.nodes(self.workflow) if n["name"] == name)
+        node = self.node(name)
         return [int(node["position"][0]), int(node["position"][1])]
+
+    def node(self, name: str) -> Node:
+        return next(n for n in graph.nodes(self.workflow) if n["name"] == name)
 
     def add(self, node: Node, *, placed: bool = False) -> str:
         if any(n["name"] == node["name"] for n in self.workflow["nodes"]):
@@ -138,33 +116,30 @@ class _Builder:
                 hint="rename that node; n8nlock reserves the name",
             )
         if not placed:
-            node["position"] = self.free_spot(node["position"])
+            node["position"] = layout.free_spot(self.workflow, node["position"])
         self.workflow["nodes"].append(node)
         return str(node["name"])
 
-    def free_spot(self, wanted: list[int]) -> list[int]:
-        """`wanted`, or the nearest spot below or above it where no node sits."""
-        x, y = wanted
-        for dy in (0, *(d * sign for d in range(160, 1600, 160) for sign in (1, -1))):
-            if self._is_free([x, y + dy]):
-                return [x, y + dy]
-        return [x, y]
+    def add_group(self, group: nodekit.Group) -> list[Node]:
+        for node in group.nodes:
+            self.add(node, placed=True)
+        self.workflow["connections"].update(group.connections)
+        return group.nodes
 
-    def free_spot_above(self, wanted: list[int]) -> list[int]:
-        """`wanted`, or the nearest spot above it where no node sits (three nodes wide)."""
-        x, y = wanted
-        for dy in range(0, 3200, 160):
-            if all(self._is_free([x + dx, y - dy]) for dx in (0, STEP, 2 * STEP)):
-                return [x, y - dy]
-        return [x, y - 3200]
+    def stack(self, block: _Block) -> None:
+        """Put a block above the body (and the blocks stacked before it), in its note."""
+        if self.bottom is None:
+            body = layout.user_extent(self.workflow)
+            self.bottom = body.y - layout.NOTE_HEADER - layout.NOTE_GAP
+        layout.stack_above(block.nodes, self.bottom)
+        self.bottom = layout.note_top(block.nodes) - layout.NOTE_GAP
+        self.framed.append(block)
 
-    def _is_free(self, spot: list[int]) -> bool:
-        return all(
-            abs(n["position"][0] - spot[0]) >= NODE_WIDTH
-            or abs(n["position"][1] - spot[1]) >= NODE_HEIGHT
-            for n in self.workflow["nodes"]
-            if n.get("type") != graph.STICKY_NOTE and "position" in n
-        )
+    def frames(self) -> None:
+        """Frame every block in its note."""
+        for block in self.framed:
+            box = layout.extent(block.nodes)
+            self.add(layout.note(self.key, block.role, block.name, block.text, box), placed=True)
 
     def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
         main = self.workflow["connections"].setdefault(source, {}).setdefault("main", [])
@@ -173,8 +148,8 @@ class _Builder:
         main[output].append(link(target, index))
 
 
-def _rate_limit(b: _Builder, entry: Entry, rates: tuple[RateLimitConfig, ...], top: int) -> str:
-    """The rate-limit chain of `primitives/rate.py`, above the workflow from row `top`, and
+def _rate_limit(b: _Builder, entry: Entry, rates: tuple[RateLimitConfig, ...]) -> str:
+    """The rate-limit chain of `primitives/rate.py` (stacked above the body), and
     Rate Limit Restore: a Merge that waits for the verdict and hands on the entry's items
     (binary data included), as Lock Restore does for the lock."""
     x, y = b.position(entry.node)
@@ -183,10 +158,9 @@ def _rate_limit(b: _Builder, entry: Entry, rates: tuple[RateLimitConfig, ...], t
     configs = [dataclasses.asdict(r) for r in rates]
     note = CONFIG_MARK + json.dumps(configs, sort_keys=True)
     inputs = [rate.RateInputs(**c) for c in configs]
-    group = rate.check(b.key, inputs, (x + STEP, top), names, config_note=note)
-    for node in group.nodes:
-        b.add(node, placed=True)
-    b.workflow["connections"].update(group.connections)
+    group = rate.check(b.key, inputs, (x + STEP, 0), names, config_note=note)
+    name = b.name(notes.RATE_NOTE, label)
+    b.stack(_Block("frame-rate", name, notes.rate(b.key, rates), b.add_group(group)))
     restore = b.add(
         owned(
             b.key,
@@ -257,9 +231,9 @@ def _acquire(
 
 
 def _acquire_inline(
-    b: _Builder, after: tuple[str, int], entry: Entry, config: LockConfig, top: int
+    b: _Builder, after: tuple[str, int], entry: Entry, config: LockConfig
 ) -> tuple[str, str]:
-    """The engine's acquire chain, above the workflow from row `top`, and Lock Restore: a Merge
+    """The engine's acquire chain (stacked above the body), and Lock Restore: a Merge
     that waits for the lock and hands the body the items of `after` (the trigger's, binary
     data included), as n8n's Merge "choose branch" passes input 1 through untouched.
 
@@ -275,12 +249,11 @@ def _acquire_inline(
         wait=not config.fail_fast,
         slots=config.max_concurrent,
     )
-    group = engine.acquire(b.key, inputs, (x + STEP, top), nodekit.Names(label))
-    for node in group.nodes:
-        b.add(node, placed=True)
-    context = next(n for n in b.workflow["nodes"] if n["name"] == group.entry)
+    group = engine.acquire(b.key, inputs, (x + STEP, 0), nodekit.Names(label))
+    name = b.name(notes.LOCK_NOTE, trigger)
+    b.stack(_Block("frame-lock", name, notes.lock(b.key, config), b.add_group(group)))
+    context = b.node(group.entry)
     context["notes"] += CONFIG_MARK + json.dumps(_config_note(config), sort_keys=True)
-    b.workflow["connections"].update(group.connections)
     restore = b.add(
         owned(
             b.key,
@@ -290,8 +263,7 @@ def _acquire_inline(
             3,
             [x + STEP, y],
             dict(INPUT_1_ONCE_ALL_ARRIVED),
-        ),
-        placed=True,
+        )
     )
     b.connect(*after, group.entry)
     b.connect(*after, restore, 0)
@@ -318,13 +290,10 @@ def _release_inline(
     renewals: list[str],
 ) -> None:
     join, once = _join_once(b, restores, terminals, engine.RELEASE_ENTRY)
-    x, y = b.position(join)
-    y = b.join_y
-    group = engine.release(b.key, _held(decisions, renewals), (x + 2 * STEP, y - 100))
-    for node in group.nodes:
-        b.add(node, placed=True)
-    b.workflow["connections"].update(group.connections)
-    right = max(node["position"][0] for node in group.nodes) + STEP
+    x, y = b.position(once)
+    group = engine.release(b.key, _held(decisions, renewals), (x + engine.STEP, y))
+    b.add_group(group)
+    right = max(node["position"][0] for node in group.nodes) + engine.STEP
     ends = list(dict.fromkeys(terminals))
     if len(ends) == 1:
         # One end: a Merge answers with its items (input 1), once the release has run (input
@@ -348,11 +317,22 @@ def _release_inline(
     b.connect(once, 1, output, released)
     for source, index in group.exits["done"]:
         b.connect(source, index, output, released)
+    _frame_release(b, [*_joins(b), once, *(str(n["name"]) for n in group.nodes), output])
+
+
+def _joins(b: _Builder) -> list[str]:
+    return [str(n["name"]) for n in graph.nodes(b.workflow) if role_of(n) == "lock-join"]
+
+
+def _frame_release(b: _Builder, names: list[str]) -> None:
+    nodes = [b.node(name) for name in names]
+    b.framed.append(_Block("frame-release", notes.RELEASE_NOTE, notes.release(b.key), nodes))
 
 
 def _release_spot(b: _Builder) -> tuple[int, int]:
-    """Right of every node, on the first entry's row: where Lock Join goes."""
-    return max(b.position(n["name"])[0] for n in graph.nodes(b.workflow)) + STEP, b.join_y
+    """Right of the body's nodes, on the first entry's row: where Lock Join goes (the blocks
+    n8nlock stacks above the body do not push it further right)."""
+    return int(layout.user_extent(b.workflow).right) - 100 + STEP, b.join_y
 
 
 def _join_once(
@@ -370,9 +350,10 @@ def _join_once(
             "Lock Release Once?",
             "n8n-nodes-base.if",
             2.2,
-            [x + STEP, y],
+            [x + engine.STEP, y],
             if_parameters(b.key, f"!$({js_literal(release)}).isExecuted"),
-        )
+        ),
+        placed=True,
     )
     return join, once
 
@@ -404,7 +385,8 @@ def _merge(b: _Builder, name: str, inputs: list[tuple[str, int]], position: list
             3,
             position,
             {"numberInputs": max(2, len(inputs))},
-        )
+        ),
+        placed=True,
     )
     for index, (source, output) in enumerate(inputs):
         b.connect(source, output, join, index)
@@ -436,7 +418,7 @@ def _release(
             "Lock Release",
             "n8n-nodes-base.executeWorkflow",
             1.2,
-            [x + 2 * STEP, y - 100],
+            [x + 2 * engine.STEP, y],
             call(
                 "lock_release",
                 {
@@ -455,7 +437,7 @@ def _release(
             "Lock Output",
             "n8n-nodes-base.code",
             2,
-            [x + 3 * STEP, y],
+            [x + 3 * engine.STEP, y],
             output_code(terminals),
         )
     )
@@ -463,6 +445,7 @@ def _release(
     b.connect(once, 0, release)
     b.connect(once, 1, output)
     b.connect(release, 0, output)
+    _frame_release(b, [*_joins(b), once, release, output])
 
 
 def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
@@ -484,7 +467,7 @@ def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
             if any(x["node"] == target for x in links)
         ]
         x, y = b.position(target)
-        spot = b.free_spot_above([x, y - 160])
+        spot = layout.free_spot_above(b.workflow, [x, y - 160], 3)
         values = {
             "scope": acquired(acquires, "scope"),
             "lock_id": acquired(acquires, "lock_id"),
@@ -553,76 +536,6 @@ def _entries(workflow: Workflow) -> list[Entry]:
     return found
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _node_problem(node: dict[str, object]) -> str | None:
-    """What n8n's node schema refuses in one node, as far as wrapping depends on it."""
-    position = node.get("position")
-    if not (isinstance(position, list) and len(position) == 2 and all(map(_is_number, position))):
-        return "has no position [x, y]"
-    if not isinstance(node.get("type"), str):
-        return "has no type"
-    if "typeVersion" in node and not _is_number(node["typeVersion"]):
-        return "has a typeVersion that is not a number"
-    if not isinstance(node.get("parameters", {}), dict):
-        return "has parameters that are not an object"
-    return None
-
-
-def _connection_problems(workflow: Workflow) -> Iterator[str]:
-    for source, by_kind in graph.connections(workflow).items():
-        for kind, outputs in by_kind.items():
-            if not isinstance(outputs, list):
-                yield f"connections[{source!r}][{kind!r}] is not a list of outputs"
-                continue
-            for index, links in enumerate(outputs):
-                where = f"connections[{source!r}][{kind!r}][{index}]"
-                if not isinstance(links, list):
-                    yield f"{where} is not a list of links"
-                elif not all(isinstance(x, dict) and isinstance(x.get("node"), str) for x in links):
-                    yield f"{where} holds a link without a target node"
-
-
-def check_shape(workflow: Workflow) -> None:
-    """Refuse, with the place named, what n8n would not run and wrapping cannot handle.
-
-    Call it on a normalised workflow: `null` outputs are fine by then.
-    """
-    for problem in _connection_problems(workflow):
-        raise WrapError(
-            problem,
-            hint="n8n stores connections as {node: {main: [[{node, type, index}], …]}}; fix "
-            "the file (`n8nlock validate` shows where)",
-        )
-    if not isinstance(workflow.get("settings", {}), dict):
-        raise WrapError(
-            "settings is not an object", hint='write it as {} or {"executionOrder": "v1"}'
-        )
-    names: set[str] = set()
-    for index, node in enumerate(workflow.get("nodes") or []):
-        name = node.get("name") if isinstance(node, dict) else None
-        if not isinstance(name, str):
-            raise WrapError(
-                f"nodes[{index}] is not a node with a name",
-                hint="every node is an object with name, type and position",
-            )
-        if name in names:
-            raise WrapError(
-                f"two nodes are named {name!r}",
-                hint="rename one; n8n connects nodes by name (`n8nlock validate` shows both)",
-            )
-        names.add(name)
-        refused = _node_problem(node)
-        if refused:
-            raise WrapError(
-                f"node {name!r} {refused}",
-                hint="n8n refuses such a node; open and save the workflow in n8n, or fix it "
-                "by hand (`n8nlock validate` shows where)",
-            )
-
-
 def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Workflow:
     """The body with the rate limit and lock nodes around it (a new dict).
 
@@ -634,35 +547,36 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
     rates = rate_limits(rate)
     if lock is None and not rates:
         return workflow
-    check_shape(workflow)
+    shape.check_shape(workflow)
     entries = _entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
     graph.shift_body(workflow, (INLINE_RATE_SHIFT if rates else 0) + (lock.shift if lock else 0))
     b = _Builder(key, workflow, len(entries) == 1, 0)
     b.join_y = b.position(entries[0].node)[1]
-    # Inline acquire chains sit above everything, one band per entry.
-    top = min(int(n["position"][1]) for n in graph.nodes(workflow) if "position" in n)
     acquires, restores = [], []
-    for index, entry in enumerate(entries):
+    for entry in entries:
         main = workflow["connections"][entry.node]["main"]
         body_links = main[entry.output]
         main[entry.output] = []
+        waits: list[str] = []  # the nodes in the body's row that wait for a verdict
         if rates:
-            # Rate-limit chains sit above the inline lock's bands, one band per entry.
-            below = INLINE_BAND * len(entries) if lock and not lock.via_subworkflow else 0
-            band = top - below - RATE_BAND * (len(entries) - index)
-            last = (_rate_limit(b, entry, rates, band), 0)
+            last = (_rate_limit(b, entry, rates), 0)
+            waits.append(last[0])
         else:
             last = (entry.node, entry.output)
         if lock:
             if lock.via_subworkflow:
                 acquire, restore = _acquire(b, last, entry, lock)
+                waits += [acquire, restore]
             else:
-                band = top - INLINE_BAND * (len(entries) - index)
-                acquire, restore = _acquire_inline(b, last, entry, lock, band)
+                acquire, restore = _acquire_inline(b, last, entry, lock)
+                waits.append(restore)
             acquires.append(acquire)
             restores.append(restore)
             last = (restore, 0)
+        name = b.name(notes.RESTORE_NOTE, _label(workflow, entry))
+        text = notes.restore(rates, lock)
+        b.framed.append(_Block("frame-restore", name, text, [b.node(w) for w in waits]))
         workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
         _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
     if lock:
@@ -676,6 +590,7 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
             workflow,
             [*_set_execution_order(workflow), *_set_error_workflow(workflow, lock.lock_on_error)],
         )
+    b.frames()
     return workflow
 
 

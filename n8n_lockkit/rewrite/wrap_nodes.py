@@ -5,21 +5,13 @@ Every added node carries the note `n8nlock:<role>`; that is how a later run find
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from n8n_lockkit.primitives import nodekit
-from n8n_lockkit.primitives.formats import MARK
+from n8n_lockkit.primitives.formats import MARK, role_of
 from n8n_lockkit.primitives.nodekit import if_parameters, js_literal
-from n8n_lockkit.rewrite.graph import Node
 
-__all__ = ["MARK", "if_parameters", "js_literal"]
-
-
-def role_of(node: Node) -> str | None:
-    notes = str(node.get("notes", ""))
-    match = re.match(rf"{MARK}([a-z-]+)", notes)
-    return match.group(1) if match else None
+__all__ = ["MARK", "if_parameters", "js_literal", "role_of"]
 
 
 owned = nodekit.node  # every node n8nlock adds is made the same way

@@ -19,12 +19,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from .apt import apt_install
 from .errors import SetupFailed
 from .polling import WaitTimeout, wait_for
 from .ports import free_port
 from .process import ManagedProcess, start_process
 from .progress import Progress
-from .redis_server import apt_install
 
 START_TIMEOUT = 30.0
 DATABASE = "n8n"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import redis
 
+from .apt import apt_install
 from .endpoints import RedisEndpoint
 from .errors import SetupFailed
 from .polling import WaitTimeout, wait_for
@@ -27,29 +27,15 @@ def redis_server_binary(progress: Progress) -> str:
     if found:
         return found
     progress("redis-server not on PATH: installing the Debian package redis-server")
-    apt_install("redis-server")
+    apt_install(
+        "redis-server",
+        hint="or point N8NLOCK_TEST_REDIS_URL and the other N8NLOCK_TEST_* variables at "
+        "running services",
+    )
     found = shutil.which("redis-server")
     if not found:
         raise SetupFailed("apt-get installed redis-server but it is still not on PATH")
     return found
-
-
-def apt_install(package: str) -> None:
-    """Install a Debian package without questions (root, or passwordless sudo)."""
-    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [*sudo, "apt-get", "install", "-y", "--no-install-recommends", package]
-    # A fresh CI image often has no package lists yet; update only when the first try fails.
-    for argv in (install, [*sudo, "apt-get", "update"], install):
-        result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        if result.returncode == 0 and argv is install:
-            return
-    raise SetupFailed(
-        f"{package} is not installed and `{' '.join(install)}` failed "
-        f"(need root or passwordless sudo): {result.stderr.strip()[-800:]}\n"
-        f"Install it yourself (apt-get install {package}), or point N8NLOCK_TEST_REDIS_URL "
-        "and the other N8NLOCK_TEST_* variables at running services."
-    )
 
 
 def start_redis_server(

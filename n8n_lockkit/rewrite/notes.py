@@ -1,0 +1,81 @@
+"""What the sticky notes around n8nlock's nodes say: what the block is, how to change or
+remove it. Markdown, as n8n's sticky notes render it.
+
+Example:
+    >>> print(restore((), LockConfig("orders")))
+    **n8nlock**: waits for the lock, then hands the body the trigger's items.
+"""
+
+from __future__ import annotations
+
+from n8n_lockkit.rewrite.configs import LockConfig, RateLimitConfig
+
+LOCK_NOTE = "n8nlock · Lock"
+RATE_NOTE = "n8nlock · Rate Limit"
+RELEASE_NOTE = "n8nlock · Lock Release"
+RESTORE_NOTE = "n8nlock · Waits Here"
+HAND_EDITS = "n8nlock rewrites these nodes: change them with its commands, not by hand."
+
+
+def code(text: object) -> str:
+    """`text` as inline code (a backtick inside would end it early)."""
+    return "`" + str(text).replace("`", "'") + "`"
+
+
+def _scope(scope: str) -> str:
+    return code(scope[1:] if scope.startswith("=") else scope)
+
+
+def lock(key: str, config: LockConfig) -> str:
+    at_once = (
+        "one at a time" if config.max_concurrent == 1 else f"{config.max_concurrent} at a time"
+    )
+    waits = (
+        "the others fail at once"
+        if config.fail_fast
+        else f"the others wait here in arrival order, up to {config.max_wait_seconds} s"
+    )
+    return "\n".join(
+        [
+            f"## 🔒 Lock on {_scope(config.scope)}",
+            f"Executions with the same scope run the body {at_once}; {waits}. A lock whose "
+            f"execution never releases it frees itself after {config.ttl_seconds} s.",
+            f"**Change**: `n8nlock add-lock-to-workflow --workflow-key {key}` with other flags. "
+            f"**Remove**: the same with `--remove`. {HAND_EDITS}",
+        ]
+    )
+
+
+def rate(key: str, rates: tuple[RateLimitConfig, ...]) -> str:
+    limits = "; ".join(
+        f"{r.limit} per {r.window_seconds} s on {_scope(r.scope)} ({r.algorithm}, "
+        f"{'waits for its turn' if r.on_denied == 'wait' else 'denied: ' + r.on_denied})"
+        for r in rates
+    )
+    return "\n".join(
+        [
+            f"## ⏱ Rate limit: {limits}",
+            "A call over the limit does not reach the body or the lock.",
+            f"**Change**: `n8nlock add-rate-limit --workflow-key {key}` with other numbers. "
+            f"**Remove**: the same with `--remove`. {HAND_EDITS}",
+        ]
+    )
+
+
+def release(key: str) -> str:
+    return "\n".join(
+        [
+            "## 🔓 Lock release",
+            "Runs once every branch of the body has ended, and frees the lock for the next "
+            "execution. An execution that fails before it leaves the lock to "
+            "`--lock-on-error` or its TTL.",
+            f"**Remove** the lock: `n8nlock add-lock-to-workflow --workflow-key {key} --remove`",
+        ]
+    )
+
+
+def restore(rates: tuple[RateLimitConfig, ...], lock: LockConfig | None) -> str:
+    waits = " and ".join(
+        what for what, present in (("the rate limit", bool(rates)), ("the lock", lock)) if present
+    )
+    return f"**n8nlock**: waits for {waits}, then hands the body the trigger's items."
