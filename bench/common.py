@@ -74,10 +74,14 @@ def bench_workflow(key: str) -> dict[str, Any]:
             {"jsCode": "return [{ json: { done: Date.now() } }];"},
         ),
     ]
-    chain = ["Webhook", "Hold", "Work"]
+    return chained(key, nodes)
+
+
+def chained(key: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A workflow named `key` whose nodes run one after the other, in the order given."""
     connections = {
-        a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
-        for a, b in itertools.pairwise(chain)
+        a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]}
+        for a, b in itertools.pairwise(nodes)
     }
     return {
         "name": key,

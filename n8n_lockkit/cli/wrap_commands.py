@@ -245,3 +245,36 @@ def add_rate_limit(
         dry_run=dry_run,
         fmt=fmt,
     )
+
+
+@main.command("unwrap")
+@workflow_key_option
+@click.option(
+    "--only",
+    type=click.Choice(("lock", "rate-limit")),
+    default=None,
+    help="Take off only the lock (the rate limits stay) or only the rate limits (the lock "
+    "stays). Default: both.",
+)
+@dry_run_option
+@format_option
+@pass_app
+def unwrap_workflow(
+    app: AppContext, workflow_key: str, only: str | None, dry_run: bool, fmt: str
+) -> None:
+    """Take off what add-lock-to-workflow and add-rate-limit added, notes and all.
+
+    The workflow comes back as it was before: its nodes where they were, its settings as
+    they were. Running it again changes nothing.
+
+    \b
+    Example:
+        n8nlock unwrap --workflow-key orders
+        n8nlock unwrap --workflow-key enrich --only rate-limit --dry-run
+    """
+    from n8n_lockkit.rewrite import plans as rewrite
+
+    workspace = app.workspace()
+    apply_plan(
+        workspace, rewrite.plan_unwrap(workspace, workflow_key, only), dry_run=dry_run, fmt=fmt
+    )

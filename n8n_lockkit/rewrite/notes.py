@@ -41,7 +41,7 @@ def lock(key: str, config: LockConfig) -> str:
             f"Executions with the same scope run the body {at_once}; {waits}. A lock whose "
             f"execution never releases it frees itself after {config.ttl_seconds} s.",
             f"**Change**: `n8nlock add-lock-to-workflow --workflow-key {key}` with other flags. "
-            f"**Remove**: the same with `--remove`. {HAND_EDITS}",
+            f"**Remove**: `n8nlock unwrap --workflow-key {key} --only lock`. {HAND_EDITS}",
         ]
     )
 
@@ -57,7 +57,7 @@ def rate(key: str, rates: tuple[RateLimitConfig, ...]) -> str:
             f"## ⏱ Rate limit: {limits}",
             "A call over the limit does not reach the body or the lock.",
             f"**Change**: `n8nlock add-rate-limit --workflow-key {key}` with other numbers. "
-            f"**Remove**: the same with `--remove`. {HAND_EDITS}",
+            f"**Remove**: `n8nlock unwrap --workflow-key {key} --only rate-limit`. {HAND_EDITS}",
         ]
     )
 
@@ -69,7 +69,7 @@ def release(key: str) -> str:
             "Runs once every branch of the body has ended, and frees the lock for the next "
             "execution. An execution that fails before it leaves the lock to "
             "`--lock-on-error` or its TTL.",
-            f"**Remove** the lock: `n8nlock add-lock-to-workflow --workflow-key {key} --remove`",
+            f"**Remove** the lock: `n8nlock unwrap --workflow-key {key} --only lock`",
         ]
     )
 

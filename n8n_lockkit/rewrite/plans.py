@@ -204,3 +204,25 @@ def plan_add_rate_limit(
     body = unwrap(workflow)
     wrapped = wrap(body, key, lock, tuple(limits))
     return Plan((FileChange(path, text, dump_workflow(wrapped)),), tuple(_unknown_entries(body)))
+
+
+def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan:
+    """The workflow without what n8nlock added: everything, or `only` the lock (the rate
+    limits stay) or `only` the rate limits (the lock stays). A workflow n8nlock never wrapped
+    stays as it is."""
+    path, text, workflow = load_workflow(workspace, key)
+    lock, rate = read_configs(workflow)
+    if lock is None and rate is None:
+        return Plan((), (f"{path.name}: n8nlock added nothing to it; nothing to remove",))
+    keep_lock = lock if only == "rate-limit" else None
+    keep_rate = rate if only == "lock" else None
+    body = unwrap(workflow)
+    messages: list[str] = []
+    scope = parse_scope(lock.scope).static if lock and keep_lock is None else None
+    if scope is not None:
+        messages.append(
+            f"lockScopes still lists {scope!r} in the env files; `n8nlock locks` and `reap` "
+            "keep watching it until you take it out"
+        )
+    result = wrap(body, key, keep_lock, keep_rate)
+    return Plan((FileChange(path, text, dump_workflow(result)),), tuple(messages))
