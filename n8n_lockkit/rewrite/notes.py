@@ -37,7 +37,7 @@ def lock(key: str, config: LockConfig) -> str:
     )
     return "\n".join(
         [
-            f"## 🔒 Lock on {_scope(config.scope)}",
+            f"## Lock on {_scope(config.scope)}",
             f"Executions with the same scope run the body {at_once}; {waits}. A lock whose "
             f"execution never releases it frees itself after {config.ttl_seconds} s.",
             f"**Change**: `n8nlock add-lock-to-workflow --workflow-key {key}` with other flags. "
@@ -54,7 +54,7 @@ def rate(key: str, rates: tuple[RateLimitConfig, ...]) -> str:
     )
     return "\n".join(
         [
-            f"## ⏱ Rate limit: {limits}",
+            f"## Rate limit: {limits}",
             "A call over the limit does not reach the body or the lock.",
             f"**Change**: `n8nlock add-rate-limit --workflow-key {key}` with other numbers. "
             f"**Remove**: `n8nlock unwrap --workflow-key {key} --only rate-limit`. {HAND_EDITS}",
@@ -65,7 +65,7 @@ def rate(key: str, rates: tuple[RateLimitConfig, ...]) -> str:
 def release(key: str) -> str:
     return "\n".join(
         [
-            "## 🔓 Lock release",
+            "## Lock release",
             "Runs once every branch of the body has ended, and frees the lock for the next "
             "execution. An execution that fails before it leaves the lock to "
             "`--lock-on-error` or its TTL.",
