@@ -41,7 +41,7 @@ if (!look.fast) {
   });
 }
 // parse() gives null for a key that is absent; undefined means the look did not read it.
-const known = (ticket) => records[ticket] !== undefined;
+const known = (ticket) => ticket < 1 || records[ticket] !== undefined; // none below 1
 // A format-2 holder writes its record only at `meta:<lane>`; format 3 writes a copy there
 // marked `format: 3`, which this engine never decides on.
 const lane2 = parse(laneRaw);

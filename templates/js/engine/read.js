@@ -46,8 +46,9 @@ if (!fast && ctx.wait && N === 1 && lastOut >= 1 && averageMs !== null && ahead 
 // mutex that knows it, else my predecessor), from the ticket before it to a few after it, never
 // past mine. So the look after a sleep still knows the head when the line moved on meanwhile.
 const guess = before ? before.head : (N === 1 && lastOut >= 1 && lastOut < ticket ? lastOut + 1 : ticket - N);
-const window = [guess - N];
-for (let k = guess; k < ticket && window.length < __LOOK_WINDOW__; k += N) window.push(k);
+// Tickets start at 1: there is nothing to read below (a new scope's first look reads 4 keys).
+const window = guess - N >= 1 ? [guess - N] : [];
+for (let k = guess; k < ticket && window.length < __LOOK_WINDOW__; k += N) if (k >= 1) window.push(k);
 return {
   ticket, lane, guess, fast, window,
   // When this look began, before its read: a skip counts quiet time from one look's answer to
