@@ -34,6 +34,7 @@ from n8n_lockkit.primitives.nodekit import (
     INCR_EACH,
     RETRY,
     SET_EACH,
+    SET_EXPIRING_EACH,
     UNLABELLED,
     Group,
     Names,
@@ -265,7 +266,7 @@ def acquire(
             "lock-hold",
             hold,
             CELL,
-            SET_EACH,
+            SET_EXPIRING_EACH,
             False,
         )
     )

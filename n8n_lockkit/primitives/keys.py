@@ -24,10 +24,10 @@ the same names; `tests/e2e` proves both agree.
   that neither enters nor leaves is skipped after SKIP_GRACE_SECONDS.
 - `n8n-lock-<scope>:hold_ms`: the scope's average hold time in ms (7 days), so that waiters
   sleep until their turn instead of polling.
-- `n8n-lock-<scope>:fast`: the uncontended fast path of a mutex (N = 1; no TTL). A release
-  SETs it to FAST_SCALE x its ticket, after `served`, and the next holder to FAST_SCALE x
-  (its ticket - 1) + HELD_MARK + its entry time (mod HELD_WRAP_MS); every arrival INCRs it
-  beside its ticket.
+- `n8n-lock-<scope>:fast`: the uncontended fast path of a mutex (N = 1). A release SETs it
+  to FAST_SCALE x its ticket (no TTL), after `served`, and the next holder to FAST_SCALE x
+  (its ticket - 1) + HELD_MARK + its entry time (mod HELD_WRAP_MS), with the lock's TTL (a
+  holder that dies leaves no hint behind its lease); every arrival INCRs it beside its ticket.
   So one INCR node tells an arrival the last ticket that left (value // FAST_SCALE, never
   more than `served`): when its own ticket is the next one, it is the head and enters without
   reading the line. A value that is stale (an older release, a heal) only sends arrivals the

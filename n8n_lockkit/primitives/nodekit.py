@@ -215,11 +215,14 @@ def if_node(key: str, role: str, name: str, position: list[int], test: str) -> N
     )  # fmt: skip
 
 
+# n8n 2.x evaluates every expression of every item in its sandbox, about 0.75 ms each
+# (bench/lean_budget.py): the lock's Redis nodes pass as few per item as they can. INCR sets a
+# TTL only when `expire` and ttl > 0, so `expire` stays on and an item without one gets ttl 0.
 INCR_EACH = {
     "operation": "incr",
     "key": "={{ $json.key }}",
-    "expire": "={{ $json.expire }}",
-    "ttl": "={{ $json.ttl }}",
+    "expire": True,
+    "ttl": "={{ $json.expire ? $json.ttl : 0 }}",
 }
 
 
@@ -241,6 +244,14 @@ SET_EACH = {
     "expire": "={{ $json.ttl > 0 }}",
     "ttl": "={{ Math.max(1, $json.expires_ms"
     " ? Math.ceil(($json.expires_ms - Date.now()) / 1000) : $json.ttl) }}",
+}
+# Lock Hold: everything it writes expires (the lease, its copy, the index, the fast-path mark),
+# and each key's type follows from its value (an object is a hash), so `expire` and `keyType`
+# need no expression per item.
+SET_EXPIRING_EACH = {
+    **SET_EACH,
+    "keyType": "automatic",
+    "expire": True,
 }
 
 

@@ -44,7 +44,15 @@ from tests.testbed.editor import CanvasView, Editor
 MAX_GROWTH = {"lock": (2200.0, 1100.0), "lock+rate-limit": (2750.0, 1600.0)}
 # The editor snaps positions to its 16 px grid: a box may move half a cell against its note.
 SNAP_TOLERANCE = 8.0
-LOCK = ("add-lock-to-workflow", "--scope-expression", "canvas-{tag}", "--ttl-seconds", "120")
+# A dynamic scope: a static one would join the env's lockScopes, which the cleanup handler
+# carries, and leave the handler on n8n behind the workspace for the tests that follow.
+LOCK = (
+    "add-lock-to-workflow",
+    "--scope-expression",
+    "=canvas-{tag}-{{{{ $workflow.id }}}}",
+    "--ttl-seconds",
+    "120",
+)
 RATE = (
     "add-rate-limit",
     "--scope-expression",

@@ -87,16 +87,18 @@ if (t === head && !blocked) {
     // stall) then leaves no holder behind, only keys that hold nothing, and a retry writes
     // them all again.
     set: [
-      { key: ctx.index_key, type: 'hash', value: JSON.stringify({ [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: __FORMAT__ }) }), ttl: ctx.ttl_seconds + 3600 },
+      // An object: Lock Hold writes it as a hash (one field per scope the execution holds).
+      { key: ctx.index_key, value: { [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: __FORMAT__ }) }, ttl: ctx.ttl_seconds + 3600 },
       // A mutex's fast-path value keeps naming the last ticket out (t - 1, which `served` is),
       // and tells arrivals when this ticket entered (read.js).
-      ...(N === 1 ? [{ key: `${ctx.base}:fast`, type: 'string', value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: 0 }] : []),
+      // It expires with the lease: only a hint, and an arrival that finds none reads the line.
+      ...(N === 1 ? [{ key: `${ctx.base}:fast`, value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: ctx.ttl_seconds }] : []),
       // The copy for the operator commands and format-2 callers (keys.py); it holds nothing
       // by itself for this engine.
       // Both live until `expires_ms`, counted when Lock Hold writes them (expires_ms in
-      // SET_EACH): a Lock Hold delayed by a stall must not outlive the holder's own expiry.
-      { key: `${ctx.base}:meta:${look.lane}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
-      { key: `${ctx.base}:holder:${t}`, type: 'string', value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
+      // SET_EXPIRING_EACH): a Lock Hold delayed by a stall must not outlive the holder's own expiry.
+      { key: `${ctx.base}:meta:${look.lane}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
+      { key: `${ctx.base}:holder:${t}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
     ],
   };
 }
