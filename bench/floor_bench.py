@@ -170,11 +170,20 @@ def scope_of(token: str, mode: str, key: str) -> str:
     return base if mode == "repeated" else f"{base}-{uuid.uuid4().hex}"
 
 
-def rounds(n8n: N8nInstance, targets: Sequence[Target], runs: int, token: str) -> Timings:
+def rounds(
+    n8n: N8nInstance,
+    targets: Sequence[Target],
+    runs: int,
+    token: str,
+    modes: Sequence[str] = MODES,
+    say: Callable[[str], None] | None = None,
+) -> Timings:
     """Seconds per call; a round calls every workflow once per scope mode, in a shuffled order,
-    so that load on the machine hits all alike. Round i of every list is the same round."""
-    timings: Timings = {mode: {t.label: [] for t in targets} for mode in MODES}
-    calls = [(mode, target) for mode in MODES for target in targets]
+    so that load on the machine hits all alike. Round i of every list is the same round.
+    `say` reports progress (default: floor_bench's)."""
+    say = say or progress
+    timings: Timings = {mode: {t.label: [] for t in targets} for mode in modes}
+    calls = [(mode, target) for mode in modes for target in targets]
     for number in range(WARM_UP + runs):
         random.shuffle(calls)
         for mode, target in calls:
@@ -183,7 +192,7 @@ def rounds(n8n: N8nInstance, targets: Sequence[Target], runs: int, token: str) -
             if number >= WARM_UP:
                 timings[mode][target.label].append(seconds)
         if number + 1 == WARM_UP or (number + 1 - WARM_UP) % 10 == 0:
-            progress(f"round {number + 1} of {WARM_UP + runs} ({WARM_UP} to warm up)")
+            say(f"round {number + 1} of {WARM_UP + runs} ({WARM_UP} to warm up)")
     return timings
 
 
