@@ -13,6 +13,9 @@ from n8n_lockkit.primitives import rate
 
 LOCK_SHIFT = 440  # the sub-workflow form: Lock Acquire, Lock Restore Items
 INLINE_LOCK_SHIFT = 220  # the inline form: Lock Restore (its acquire chain sits above)
+RATE_SHIFT = 660  # the form before the inline rate limit: Rate Limit (a sub-workflow call) …
+INLINE_RATE_SHIFT = 220  # the inline form: Rate Limit Restore (its chain sits above)
+CONFIG_MARK = "\nconfig: "  # on Lock Context: the flags the inline lock was made with
 ON_DENIED = rate.ON_DENIED
 ALGORITHMS = ("sliding", "fixed")
 

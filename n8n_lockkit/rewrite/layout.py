@@ -31,7 +31,13 @@ NOTE_GAP = 40  # between two notes
 NODE_WIDTH = 180  # closer than this (or NODE_HEIGHT) and two nodes overlap on the canvas
 NODE_HEIGHT = 100
 # n8n's sticky note colours (1 yellow … 7 purple): one per kind of block.
-COLORS = {"frame-lock": 5, "frame-rate": 6, "frame-release": 4, "frame-restore": 7}
+COLORS = {
+    "frame-lock": 5,
+    "frame-rate": 6,
+    "frame-release": 4,
+    "frame-restore": 7,
+    "frame-renew": 5,
+}
 _NOTE_IDS = uuid.UUID("5c3a91e2-0b7d-4f4e-a1c6-8d2e7b9f0a13")
 
 
@@ -96,16 +102,6 @@ def free_spot(workflow: Workflow, wanted: list[int]) -> list[int]:
         if is_free(workflow, [x, y + dy]):
             return [x, y + dy]
     return [x, y]
-
-
-def free_spot_above(workflow: Workflow, wanted: list[int], width: int) -> list[int]:
-    """`wanted`, or the nearest spot above it where `width` nodes in a row sit on no node."""
-    x, y = wanted
-    step = NODE_WIDTH + 40
-    for dy in range(0, 3200, 160):
-        if all(is_free(workflow, [x + i * step, y - dy]) for i in range(width)):
-            return [x, y - dy]
-    return [x, y - 3200]
 
 
 def user_extent(workflow: Workflow) -> Box:

@@ -14,6 +14,7 @@ LOCK_NOTE = "n8nlock · Lock"
 RATE_NOTE = "n8nlock · Rate Limit"
 RELEASE_NOTE = "n8nlock · Lock Release"
 RESTORE_NOTE = "n8nlock · Waits Here"
+RENEW_NOTE = "n8nlock · Lock Renewal ({target})"
 HAND_EDITS = "n8nlock rewrites these nodes: change them with its commands, not by hand."
 
 
@@ -79,3 +80,16 @@ def restore(rates: tuple[RateLimitConfig, ...], lock: LockConfig | None) -> str:
         what for what, present in (("the rate limit", bool(rates)), ("the lock", lock)) if present
     )
     return f"**n8nlock**: waits for {waits}, then hands the body the trigger's items."
+
+
+def renew(key: str, target: str, config: LockConfig) -> str:
+    return "\n".join(
+        [
+            f"## Lock renewal before {code(target)}",
+            f"Each time {code(target)} is about to run, this renews the lock to a full "
+            f"{config.ttl_seconds} s first, or stops the execution when the lock is no longer its "
+            "own (it expired, or an operator freed it).",
+            f"**Change**: `n8nlock add-lock-to-workflow --workflow-key {key}` with other "
+            f"`--renew-before` nodes. {HAND_EDITS}",
+        ]
+    )

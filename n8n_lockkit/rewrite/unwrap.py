@@ -7,14 +7,8 @@ import json
 from typing import Any
 
 from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.graph import Workflow
-from n8n_lockkit.rewrite.wrap import (
-    BEFORE_EMPTY_ERROR_WORKFLOW,
-    BEFORE_MARK,
-    BEFORE_NO_ORDER,
-    BEFORE_NO_SETTINGS,
+from n8n_lockkit.rewrite.configs import (
     CONFIG_MARK,
-    HANDLER_ID,
     INLINE_RATE_SHIFT,
     RATE_SHIFT,
     LockConfig,
@@ -22,7 +16,15 @@ from n8n_lockkit.rewrite.wrap import (
     Rates,
     WrapError,
 )
+from n8n_lockkit.rewrite.graph import Workflow
 from n8n_lockkit.rewrite.wrap_nodes import role_of
+from n8n_lockkit.rewrite.wrap_settings import (
+    BEFORE_EMPTY_ERROR_WORKFLOW,
+    BEFORE_MARK,
+    BEFORE_NO_ORDER,
+    BEFORE_NO_SETTINGS,
+    HANDLER_ID,
+)
 
 _CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
 _RESTORES = ("rate-restore", "lock-restore")

@@ -29,11 +29,22 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from dataclasses import dataclass
 
 from n8n_lockkit.primitives import engine, nodekit, rate
-from n8n_lockkit.rewrite import graph, layout, notes, shape
+from n8n_lockkit.rewrite import configs, graph, notes, shape
+from n8n_lockkit.rewrite.builder import (
+    INPUT_1_ONCE_ALL_ARRIVED,
+    STEP,
+    Block,
+    Builder,
+    entry_label,
+    frame_release,
+    join_once,
+    joins,
+    trigger_entries,
+)
 from n8n_lockkit.rewrite.configs import ALGORITHMS as ALGORITHMS
+from n8n_lockkit.rewrite.configs import CONFIG_MARK
 from n8n_lockkit.rewrite.configs import INLINE_LOCK_SHIFT as INLINE_LOCK_SHIFT
 from n8n_lockkit.rewrite.configs import LOCK_SHIFT as LOCK_SHIFT
 from n8n_lockkit.rewrite.configs import ON_DENIED as ON_DENIED
@@ -41,7 +52,7 @@ from n8n_lockkit.rewrite.configs import LockConfig as LockConfig
 from n8n_lockkit.rewrite.configs import RateLimitConfig as RateLimitConfig
 from n8n_lockkit.rewrite.configs import Rates as Rates
 from n8n_lockkit.rewrite.configs import WrapError as WrapError
-from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
+from n8n_lockkit.rewrite.graph import Entry, Workflow
 from n8n_lockkit.rewrite.wrap_nodes import (
     acquired,
     call,
@@ -52,27 +63,13 @@ from n8n_lockkit.rewrite.wrap_nodes import (
     restore_items,
     role_of,
 )
+from n8n_lockkit.rewrite.wrap_settings import HANDLER_ID as HANDLER_ID
+from n8n_lockkit.rewrite.wrap_settings import (
+    note_before,
+    set_error_workflow,
+    set_execution_order,
+)
 
-# A Merge node that passes its input 1 through untouched (binary data too) once every input
-# has arrived: how the inline form waits for the lock, and for the release, without a Code node.
-INPUT_1_ONCE_ALL_ARRIVED = {
-    "mode": "chooseBranch",
-    "chooseBranchMode": "waitForAll",
-    "output": "specifiedInput",
-    "useDataOfInput": 1,
-}
-CONFIG_MARK = "\nconfig: "  # on Lock Context: the flags the inline lock was made with
-HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
-# What wrap changed in settings, noted on Lock Release so that unwrap can give back exactly
-# what was there: push treats absent settings unlike {} (it adds executionOrder v1 then).
-BEFORE_MARK = "; before n8nlock: "
-BEFORE_NO_SETTINGS = "no settings"
-BEFORE_NO_ORDER = "no executionOrder"
-BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
-RATE_SHIFT = 660  # the form before the inline rate limit: Rate Limit (a sub-workflow call) …
-INLINE_RATE_SHIFT = 220  # the inline form: Rate Limit Restore (its chain sits above)
-STEP = 220
-MAX_MERGE_INPUTS = 10
 EXECUTE = "n8n-nodes-base.executeWorkflow"
 LOST = (
     "Lock lost before {target}: {{{{ $json.reason }}}} (scope '{{{{ $json.scope }}}}'); "
@@ -80,87 +77,19 @@ LOST = (
 )
 
 
-@dataclass
-class _Block:
-    """Nodes n8nlock added that one note frames: what they are, and how to change them."""
-
-    role: str
-    name: str
-    text: str
-    nodes: list[Node]
-
-
-@dataclass
-class _Builder:
-    key: str
-    workflow: Workflow
-    single_entry: bool
-    join_y: int = 0
-    framed: list[_Block] = dataclasses.field(default_factory=list)
-    bottom: float | None = None  # where the next block stacked above the body ends
-
-    def name(self, base: str, label: str) -> str:
-        return base if self.single_entry else f"{base} ({label})"
-
-    def position(self, name: str) -> list[int]:
-        node = self.node(name)
-        return [int(node["position"][0]), int(node["position"][1])]
-
-    def node(self, name: str) -> Node:
-        return next(n for n in graph.nodes(self.workflow) if n["name"] == name)
-
-    def add(self, node: Node, *, placed: bool = False) -> str:
-        if any(n["name"] == node["name"] for n in self.workflow["nodes"]):
-            raise WrapError(
-                f"the workflow already has a node named {node['name']!r}",
-                hint="rename that node; n8nlock reserves the name",
-            )
-        if not placed:
-            node["position"] = layout.free_spot(self.workflow, node["position"])
-        self.workflow["nodes"].append(node)
-        return str(node["name"])
-
-    def add_group(self, group: nodekit.Group) -> list[Node]:
-        for node in group.nodes:
-            self.add(node, placed=True)
-        self.workflow["connections"].update(group.connections)
-        return group.nodes
-
-    def stack(self, block: _Block) -> None:
-        """Put a block above the body (and the blocks stacked before it), in its note."""
-        if self.bottom is None:
-            body = layout.user_extent(self.workflow)
-            self.bottom = body.y - layout.NOTE_HEADER - layout.NOTE_GAP
-        layout.stack_above(block.nodes, self.bottom)
-        self.bottom = layout.note_top(block.nodes) - layout.NOTE_GAP
-        self.framed.append(block)
-
-    def frames(self) -> None:
-        """Frame every block in its note."""
-        for block in self.framed:
-            box = layout.extent(block.nodes)
-            self.add(layout.note(self.key, block.role, block.name, block.text, box), placed=True)
-
-    def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
-        main = self.workflow["connections"].setdefault(source, {}).setdefault("main", [])
-        while len(main) <= output:
-            main.append([])
-        main[output].append(link(target, index))
-
-
-def _rate_limit(b: _Builder, entry: Entry, rates: tuple[RateLimitConfig, ...]) -> str:
+def _rate_limit(b: Builder, entry: Entry, rates: tuple[RateLimitConfig, ...]) -> str:
     """The rate-limit chain of `primitives/rate.py` (stacked above the body), and
     Rate Limit Restore: a Merge that waits for the verdict and hands on the entry's items
     (binary data included), as Lock Restore does for the lock."""
     x, y = b.position(entry.node)
-    label = _label(b.workflow, entry)
+    label = entry_label(b.workflow, entry)
     names = nodekit.Names("" if b.single_entry else label)
     configs = [dataclasses.asdict(r) for r in rates]
     note = CONFIG_MARK + json.dumps(configs, sort_keys=True)
     inputs = [rate.RateInputs(**c) for c in configs]
     group = rate.check(b.key, inputs, (x + STEP, 0), names, config_note=note)
     name = b.name(notes.RATE_NOTE, label)
-    b.stack(_Block("frame-rate", name, notes.rate(b.key, rates), b.add_group(group)))
+    b.stack(Block("frame-rate", name, notes.rate(b.key, rates), b.add_group(group)))
     restore = b.add(
         owned(
             b.key,
@@ -189,10 +118,10 @@ def rate_limits(rate: Rates) -> tuple[RateLimitConfig, ...]:
 
 
 def _acquire(
-    b: _Builder, after: tuple[str, int], entry: Entry, config: LockConfig
+    b: Builder, after: tuple[str, int], entry: Entry, config: LockConfig
 ) -> tuple[str, str]:
     x, y = b.position(after[0])
-    trigger = _label(b.workflow, entry)
+    trigger = entry_label(b.workflow, entry)
     values = {
         "scope": config.scope,
         "ttl_seconds": config.ttl_seconds,
@@ -231,7 +160,7 @@ def _acquire(
 
 
 def _acquire_inline(
-    b: _Builder, after: tuple[str, int], entry: Entry, config: LockConfig
+    b: Builder, after: tuple[str, int], entry: Entry, config: LockConfig
 ) -> tuple[str, str]:
     """The engine's acquire chain (stacked above the body), and Lock Restore: a Merge
     that waits for the lock and hands the body the items of `after` (the trigger's, binary
@@ -240,7 +169,7 @@ def _acquire_inline(
     Returns the names of the chain's decision node (its record names the held lock) and of
     Lock Restore."""
     x, y = b.position(after[0])
-    trigger = _label(b.workflow, entry)
+    trigger = entry_label(b.workflow, entry)
     label = "" if b.single_entry else trigger
     inputs = engine.LockInputs(
         scope=config.scope,
@@ -251,7 +180,7 @@ def _acquire_inline(
     )
     group = engine.acquire(b.key, inputs, (x + STEP, 0), nodekit.Names(label))
     name = b.name(notes.LOCK_NOTE, trigger)
-    b.stack(_Block("frame-lock", name, notes.lock(b.key, config), b.add_group(group)))
+    b.stack(Block("frame-lock", name, notes.lock(b.key, config), b.add_group(group)))
     context = b.node(group.entry)
     context["notes"] += CONFIG_MARK + json.dumps(_config_note(config), sort_keys=True)
     restore = b.add(
@@ -283,13 +212,13 @@ def _config_note(config: LockConfig) -> dict[str, object]:
 
 
 def _release_inline(
-    b: _Builder,
+    b: Builder,
     decisions: list[str],
     restores: list[str],
     terminals: list[tuple[str, int]],
     renewals: list[str],
 ) -> None:
-    join, once = _join_once(b, restores, terminals, engine.RELEASE_ENTRY)
+    join, once = join_once(b, restores, terminals, engine.RELEASE_ENTRY)
     x, y = b.position(once)
     group = engine.release(b.key, _held(decisions, renewals), (x + engine.STEP, y))
     b.add_group(group)
@@ -317,45 +246,7 @@ def _release_inline(
     b.connect(once, 1, output, released)
     for source, index in group.exits["done"]:
         b.connect(source, index, output, released)
-    _frame_release(b, [*_joins(b), once, *(str(n["name"]) for n in group.nodes), output])
-
-
-def _joins(b: _Builder) -> list[str]:
-    return [str(n["name"]) for n in graph.nodes(b.workflow) if role_of(n) == "lock-join"]
-
-
-def _frame_release(b: _Builder, names: list[str]) -> None:
-    nodes = [b.node(name) for name in names]
-    b.framed.append(_Block("frame-release", notes.RELEASE_NOTE, notes.release(b.key), nodes))
-
-
-def _release_spot(b: _Builder) -> tuple[int, int]:
-    """Right of the body's nodes, on the first entry's row: where Lock Join goes (the blocks
-    n8nlock stacks above the body do not push it further right)."""
-    return int(layout.user_extent(b.workflow).right) - 100 + STEP, b.join_y
-
-
-def _join_once(
-    b: _Builder, restores: list[str], terminals: list[tuple[str, int]], release: str
-) -> tuple[str, str]:
-    """Lock Join (every end of the body, and each Restore) → Lock Release Once?, which lets
-    the release run once per execution (`release`: the release's first node)."""
-    x, y = _release_spot(b)
-    join = _join(b, [(r, 0) for r in restores] + terminals, [x, y])
-    x = b.position(join)[0]
-    once = b.add(
-        owned(
-            b.key,
-            "lock-release-once",
-            "Lock Release Once?",
-            "n8n-nodes-base.if",
-            2.2,
-            [x + engine.STEP, y],
-            if_parameters(b.key, f"!$({js_literal(release)}).isExecuted"),
-        ),
-        placed=True,
-    )
-    return join, once
+    frame_release(b, [*joins(b), once, *(str(n["name"]) for n in group.nodes), output])
 
 
 def _held(decisions: list[str], renewals: list[str]) -> str:
@@ -375,41 +266,10 @@ def _held(decisions: list[str], renewals: list[str]) -> str:
     return f"((d) => ({{ ...d, expires_ms: Math.max(d.expires_ms, ...{renewed}) }}))({decision})"
 
 
-def _merge(b: _Builder, name: str, inputs: list[tuple[str, int]], position: list[int]) -> str:
-    join = b.add(
-        owned(
-            b.key,
-            "lock-join",
-            name,
-            "n8n-nodes-base.merge",
-            3,
-            position,
-            {"numberInputs": max(2, len(inputs))},
-        ),
-        placed=True,
-    )
-    for index, (source, output) in enumerate(inputs):
-        b.connect(source, output, join, index)
-    return join
-
-
-def _join(b: _Builder, inputs: list[tuple[str, int]], position: list[int]) -> str:
-    """One Merge node, or one per ten inputs feeding a last one (Merge takes ten at most)."""
-    chunks = [inputs[i : i + MAX_MERGE_INPUTS] for i in range(0, len(inputs), MAX_MERGE_INPUTS)]
-    if len(chunks) > 1:
-        x, y = position
-        inputs = [
-            (_merge(b, f"Lock Join {i + 1}", chunk, [x, y + 200 * (i + 1)]), 0)
-            for i, chunk in enumerate(chunks)
-        ]
-        position = [x + STEP, y]
-    return _merge(b, "Lock Join", inputs, position)
-
-
 def _release(
-    b: _Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
+    b: Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
 ) -> None:
-    join, once = _join_once(b, restores, terminals, "Lock Release")
+    join, once = join_once(b, restores, terminals, "Lock Release")
     x, y = b.position(join)
     release = b.add(
         owned(
@@ -445,13 +305,14 @@ def _release(
     b.connect(once, 0, release)
     b.connect(once, 1, output)
     b.connect(release, 0, output)
-    _frame_release(b, [*_joins(b), once, release, output])
+    frame_release(b, [*joins(b), once, release, output])
 
 
-def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
+def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
     """Before each named body node, a side branch that renews the lock, or stops the execution
     when the lock is no longer its own. Under n8n's v1 order a node's targets run top to
-    bottom, each branch to its end, so the branch placed above the node runs first."""
+    bottom, each branch to its end, so the branch runs first: it is stacked above the body,
+    in a note of its own."""
     for target in config.renew_before:
         node = next((n for n in graph.nodes(b.workflow) if n["name"] == target), None)
         if node is None or graph.is_trigger(node) or role_of(node):
@@ -466,8 +327,8 @@ def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
             for output, links in enumerate(graph.outputs(b.workflow, source))
             if any(x["node"] == target for x in links)
         ]
-        x, y = b.position(target)
-        spot = layout.free_spot_above(b.workflow, [x, y - 160], 3)
+        x = b.position(target)[0]
+        spot = [x, 0]  # moved up with its note by b.stack
         values = {
             "scope": acquired(acquires, "scope"),
             "lock_id": acquired(acquires, "lock_id"),
@@ -496,7 +357,8 @@ def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
                 2.2,
                 [spot[0] + STEP, spot[1]],
                 if_parameters(b.key, "$json.renewed === true"),
-            )
+            ),
+            placed=True,
         )
         lost = b.add(
             owned(
@@ -507,33 +369,16 @@ def _renewals(b: _Builder, acquires: list[str], config: LockConfig) -> None:
                 1,
                 [spot[0] + 2 * STEP, spot[1]],
                 {"errorType": "errorMessage", "errorMessage": f"={LOST.format(target=target)}"},
-            )
+            ),
+            placed=True,
         )
+        name = notes.RENEW_NOTE.format(target=target)
+        text = notes.renew(b.key, target, config)
+        b.stack(Block("frame-renew", name, text, [b.node(n) for n in (renew, check, lost)]))
         for source, output in feeding:
             b.connect(source, output, renew)
         b.connect(renew, 0, check)
         b.connect(check, 1, lost)
-
-
-def _label(workflow: Workflow, entry: Entry) -> str:
-    """How the nodes of one entry's chain are told apart: by trigger, then by output."""
-    if entry.output_count == 1:
-        return entry.node
-    node = next(n for n in graph.nodes(workflow) if n["name"] == entry.node)
-    methods = (node.get("parameters") or {}).get("httpMethod")
-    if isinstance(methods, list) and entry.output < len(methods):
-        return f"{entry.node} {methods[entry.output]}"  # a multipleMethods webhook
-    return f"{entry.node} output {entry.output + 1}"
-
-
-def _entries(workflow: Workflow) -> list[Entry]:
-    found = graph.entries(workflow)
-    if not found:
-        raise WrapError(
-            "the workflow has no trigger connected to other nodes",
-            hint="a lock protects what runs after a trigger; add one first",
-        )
-    return found
 
 
 def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Workflow:
@@ -548,10 +393,12 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
     if lock is None and not rates:
         return workflow
     shape.check_shape(workflow)
-    entries = _entries(workflow)
+    entries = trigger_entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
-    graph.shift_body(workflow, (INLINE_RATE_SHIFT if rates else 0) + (lock.shift if lock else 0))
-    b = _Builder(key, workflow, len(entries) == 1, 0)
+    graph.shift_body(
+        workflow, (configs.INLINE_RATE_SHIFT if rates else 0) + (lock.shift if lock else 0)
+    )
+    b = Builder(key, workflow, len(entries) == 1, 0)
     b.join_y = b.position(entries[0].node)[1]
     acquires, restores = [], []
     for entry in entries:
@@ -574,9 +421,9 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
             acquires.append(acquire)
             restores.append(restore)
             last = (restore, 0)
-        name = b.name(notes.RESTORE_NOTE, _label(workflow, entry))
+        name = b.name(notes.RESTORE_NOTE, entry_label(workflow, entry))
         text = notes.restore(rates, lock)
-        b.framed.append(_Block("frame-restore", name, text, [b.node(w) for w in waits]))
+        b.framed.append(Block("frame-restore", name, text, [b.node(w) for w in waits]))
         workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
         _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
     if lock:
@@ -586,9 +433,9 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
             renewals = [f"Lock Renew ({target})" for target in lock.renew_before]
             _release_inline(b, acquires, restores, ends, renewals)
         _renewals(b, acquires, lock)
-        _note_before(
+        note_before(
             workflow,
-            [*_set_execution_order(workflow), *_set_error_workflow(workflow, lock.lock_on_error)],
+            [*set_execution_order(workflow), *set_error_workflow(workflow, lock.lock_on_error)],
         )
     b.frames()
     return workflow
@@ -600,45 +447,3 @@ def _set_output(
     while len(main) <= output:
         main.append([])
     main[output] = links
-
-
-def _set_execution_order(workflow: Workflow) -> list[str]:
-    """Lock Join releases once, after every branch, under n8n's v1 execution order only. n8n's
-    editor writes v1 into every workflow since 1.0, but an older export (or `settings: {}`)
-    states none, and n8n then runs the legacy order: set v1 there, refuse an explicit v0."""
-    settings = workflow.get("settings")
-    before = [] if isinstance(settings, dict) else [BEFORE_NO_SETTINGS]
-    settings = workflow.setdefault("settings", {})
-    order = settings.get("executionOrder")
-    if order == "v1":
-        return before
-    if order is not None:
-        raise WrapError(
-            f"the workflow runs in n8n's legacy execution order ({order!r}); the lock releases "
-            "once after every branch only under v1",
-            hint="set Settings → Execution Order to v1 in n8n (check that its branches still "
-            'run as you mean), or "executionOrder": "v1" in the file, then run this again',
-        )
-    settings["executionOrder"] = "v1"
-    return [*before, BEFORE_NO_ORDER]
-
-
-def _set_error_workflow(workflow: Workflow, lock_on_error: bool) -> list[str]:
-    settings = workflow["settings"]
-    current = settings.get("errorWorkflow")
-    if not lock_on_error:
-        return []
-    if current and current != HANDLER_ID:
-        raise WrapError(
-            f"the workflow already names error workflow {current!r}; n8n allows only one",
-            hint="drop --lock-on-error (the lock then heals by TTL), or call the cleanup from "
-            "your own error workflow",
-        )
-    settings["errorWorkflow"] = HANDLER_ID
-    return [BEFORE_EMPTY_ERROR_WORKFLOW] if current == "" else []
-
-
-def _note_before(workflow: Workflow, before: list[str]) -> None:
-    if before:
-        release = next(n for n in workflow["nodes"] if role_of(n) == "lock-release")
-        release["notes"] += BEFORE_MARK + ", ".join(before)

@@ -94,3 +94,19 @@ def test_the_body_keeps_its_shape_and_unwrap_gives_the_file_back(name: str, form
     assert len({dy for _, dy in moves}) == 1  # rows stay; triggers stay, the rest shift right
     assert len(moves) <= 2
     assert unwrap(workflow) == json.loads(json.dumps(unwrap(wrap(body, name, None, None))))
+
+
+def test_a_renewal_sits_in_its_own_note_above_the_node_it_renews_before() -> None:
+    body = load("batch_loop")
+    lock = dataclasses.replace(LOCK, renew_before=("Handle Batch",))
+    workflow = wrap(body, "batch_loop", lock, RATE)
+    boxes = node_boxes(workflow)
+    notes = frames(workflow)
+    renewal = [n["name"] for n in workflow["nodes"] if role_of(n) in ("lock-renew", "lock-renewed")]
+    assert len(renewal) == 2
+    for name in renewal:
+        assert any(box.contains(boxes[name]) for box in notes.values()), name
+        # n8n's v1 order runs a node's targets top to bottom: the renewal before the node
+        assert boxes[name].y < boxes["Handle Batch"].y
+    assert overlaps(boxes) == []
+    assert unwrap(workflow) == json.loads(json.dumps(unwrap(wrap(body, "batch_loop", None, None))))

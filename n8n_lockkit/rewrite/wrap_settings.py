@@ -1,0 +1,62 @@
+"""What wrapping changes in a workflow's settings, and the note that lets unwrap give them back.
+
+Lock Join releases once, after every branch, only under n8n's v1 execution order; --lock-on-error
+names the cleanup handler as the error workflow. Both are noted on Lock Release (BEFORE_MARK)
+with what was there before, so that unwrap restores the settings exactly.
+"""
+
+from __future__ import annotations
+
+from n8n_lockkit.primitives.formats import role_of
+from n8n_lockkit.rewrite.configs import WrapError
+from n8n_lockkit.rewrite.graph import Workflow
+
+HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
+# What wrap changed in settings, noted on Lock Release so that unwrap can give back exactly
+# what was there: push treats absent settings unlike {} (it adds executionOrder v1 then).
+BEFORE_MARK = "; before n8nlock: "
+BEFORE_NO_SETTINGS = "no settings"
+BEFORE_NO_ORDER = "no executionOrder"
+BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
+
+
+def set_execution_order(workflow: Workflow) -> list[str]:
+    """Lock Join releases once, after every branch, under n8n's v1 execution order only. n8n's
+    editor writes v1 into every workflow since 1.0, but an older export (or `settings: {}`)
+    states none, and n8n then runs the legacy order: set v1 there, refuse an explicit v0."""
+    settings = workflow.get("settings")
+    before = [] if isinstance(settings, dict) else [BEFORE_NO_SETTINGS]
+    settings = workflow.setdefault("settings", {})
+    order = settings.get("executionOrder")
+    if order == "v1":
+        return before
+    if order is not None:
+        raise WrapError(
+            f"the workflow runs in n8n's legacy execution order ({order!r}); the lock releases "
+            "once after every branch only under v1",
+            hint="set Settings → Execution Order to v1 in n8n (check that its branches still "
+            'run as you mean), or "executionOrder": "v1" in the file, then run this again',
+        )
+    settings["executionOrder"] = "v1"
+    return [*before, BEFORE_NO_ORDER]
+
+
+def set_error_workflow(workflow: Workflow, lock_on_error: bool) -> list[str]:
+    settings = workflow["settings"]
+    current = settings.get("errorWorkflow")
+    if not lock_on_error:
+        return []
+    if current and current != HANDLER_ID:
+        raise WrapError(
+            f"the workflow already names error workflow {current!r}; n8n allows only one",
+            hint="drop --lock-on-error (the lock then heals by TTL), or call the cleanup from "
+            "your own error workflow",
+        )
+    settings["errorWorkflow"] = HANDLER_ID
+    return [BEFORE_EMPTY_ERROR_WORKFLOW] if current == "" else []
+
+
+def note_before(workflow: Workflow, before: list[str]) -> None:
+    if before:
+        release = next(n for n in workflow["nodes"] if role_of(n) == "lock-release")
+        release["notes"] += BEFORE_MARK + ", ".join(before)
