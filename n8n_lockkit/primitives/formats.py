@@ -18,6 +18,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def managed_notes(role: str) -> str:
     return f"{MARK}{role} — managed by n8nlock (format {FORMAT}); re-run its command to change it"
 
 
-def role_of(node: dict[str, Any]) -> str | None:
+def role_of(node: Mapping[str, Any]) -> str | None:
     """The role n8nlock gave a node it added (`lock-hold`, `frame-lock`, …), else None."""
     match = _ROLE.match(str(node.get("notes", "")))
     return match.group(1) if match else None

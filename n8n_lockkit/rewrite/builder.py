@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from n8n_lockkit.primitives import engine, nodekit
 from n8n_lockkit.rewrite import graph, layout, notes
+from n8n_lockkit.rewrite.canvas_geometry import NODE_SIZE
 from n8n_lockkit.rewrite.configs import WrapError
 from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
 from n8n_lockkit.rewrite.wrap_nodes import if_parameters, js_literal, owned, role_of
@@ -104,7 +105,7 @@ def frame_release(b: Builder, names: list[str]) -> None:
 def release_spot(b: Builder) -> tuple[int, int]:
     """Right of the body's nodes, on the first entry's row: where Lock Join goes (the blocks
     n8nlock stacks above the body do not push it further right)."""
-    return int(layout.user_extent(b.workflow).right) - 100 + STEP, b.join_y
+    return int(layout.user_extent(b.workflow).right - NODE_SIZE) + STEP, b.join_y
 
 
 def join_once(

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.primitives.formats import MARK
+from n8n_lockkit.primitives.formats import role_of
+from n8n_lockkit.rewrite.graph import STICKY_NOTE as STICKY_NOTE
 
-STICKY_NOTE = "n8n-nodes-base.stickyNote"
 NODE_SIZE = 100.0  # the editor's node box; n8n 2.x draws 96 px inside a 16 px grid
 # n8n's defaults for a sticky note without width/height parameters.
 DEFAULT_NOTE_WIDTH = 240.0
@@ -83,7 +83,7 @@ def is_sticky(node: Mapping[str, Any]) -> bool:
 
 def is_generated(node: Mapping[str, Any]) -> bool:
     """True for a node (or sticky note) n8nlock added: its notes start with the managed mark."""
-    return str(node.get("notes") or "").startswith(MARK)
+    return role_of(node) is not None
 
 
 def _position(node: Mapping[str, Any]) -> tuple[float, float] | None:

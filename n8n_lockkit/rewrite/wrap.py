@@ -18,6 +18,10 @@ The acquire and release chains come from `primitives/engine.py` (the inline form
 default). With `via_subworkflow`, Lock Acquire / Lock Release call the primitives instead,
 and Lock Restore Items (a Code node) gives the body the trigger's items again.
 
+On the canvas (`builder.py`, `layout.py`, `notes.py`) the acquire and rate-limit chains stack
+above the body, the release sits right of the body's ends, and every block is framed by a
+sticky note that says what it is and how to change or remove it.
+
 Lock Join is a Merge node: under n8n's v1 execution order it runs once, after every branch
 of the body has finished (its input from Lock Restore guarantees it runs at all). Lock
 Output answers with what the body's last node answered, for "last node" webhooks: a Merge
@@ -84,9 +88,9 @@ def _rate_limit(b: Builder, entry: Entry, rates: tuple[RateLimitConfig, ...]) ->
     x, y = b.position(entry.node)
     label = entry_label(b.workflow, entry)
     names = nodekit.Names("" if b.single_entry else label)
-    configs = [dataclasses.asdict(r) for r in rates]
-    note = CONFIG_MARK + json.dumps(configs, sort_keys=True)
-    inputs = [rate.RateInputs(**c) for c in configs]
+    limits = [dataclasses.asdict(r) for r in rates]
+    note = CONFIG_MARK + json.dumps(limits, sort_keys=True)
+    inputs = [rate.RateInputs(**c) for c in limits]
     group = rate.check(b.key, inputs, (x + STEP, 0), names, config_note=note)
     name = b.name(notes.RATE_NOTE, label)
     b.stack(Block("frame-rate", name, notes.rate(b.key, rates), b.add_group(group)))
