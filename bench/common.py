@@ -6,7 +6,7 @@ import itertools
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +113,25 @@ def post(n8n: N8nInstance, path: str, body: dict[str, Any]) -> float:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
+
+
+def report_text(command: str, intro: str, sections: Sequence[list[str]]) -> str:
+    """A benchmark's markdown result: the command that produced it, what was measured, and
+    its tables, each followed by a blank line."""
+    lines = [f"`{command}`", "", intro, ""]
+    for section in sections:
+        lines += [*section, ""]
+    return "\n".join(lines)
+
+
+def print_sections(sections: Sequence[list[str]], result: dict[str, Any]) -> None:
+    """The tables of a run on the terminal, then how long it took and how loaded the machine was."""
+    print()
+    for section in sections:
+        print("\n".join(section))
+        print()
+    before, after = result["load_average_1min"]
+    print(
+        f"calls {result['calls_seconds']:.0f} s, run {result['seconds'] / 60:.1f} min "
+        f"(n8n {result['n8n']}); load average {before:.1f} → {after:.1f}"
+    )

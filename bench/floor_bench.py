@@ -40,7 +40,18 @@ from pathlib import Path
 from typing import Any
 
 from bench import figures
-from bench.common import NS, Run, chained, cli, node, post, prepare, write_template
+from bench.common import (
+    NS,
+    Run,
+    chained,
+    cli,
+    node,
+    post,
+    prepare,
+    print_sections,
+    report_text,
+    write_template,
+)
 from bench.designs import checkout, tree_cli, wrap_args
 from bench.executions import Execution, matching, workflow_ids
 from n8n_lockkit.primitives.nodekit import REDIS_CREDENTIALS
@@ -529,39 +540,23 @@ def intro(result: Figures, args: argparse.Namespace) -> str:
     )
 
 
+def sections(result: Figures, args: argparse.Namespace) -> list[list[str]]:
+    generated = ["Generated nodes (the wrapped template):", "", *generated_lines(result, args)]
+    return [
+        ratio_table(result, args),
+        latency_table(result, args),
+        generated,
+        nodes_table(result, args),
+        node_ms_table(result, args),
+    ]
+
+
 def report(result: Figures, args: argparse.Namespace, argv: Sequence[str]) -> str:
-    return "\n".join(
-        [
-            f"`{command(argv)}`",
-            "",
-            intro(result, args),
-            "",
-            *ratio_table(result, args),
-            "",
-            *latency_table(result, args),
-            "",
-            "Generated nodes (the wrapped template):",
-            "",
-            *generated_lines(result, args),
-            "",
-            *nodes_table(result, args),
-            "",
-            *node_ms_table(result, args),
-            "",
-        ]
-    )
+    return report_text(command(argv), intro(result, args), sections(result, args))
 
 
 def show(result: Figures, args: argparse.Namespace) -> None:
-    print()
-    for block in (ratio_table, latency_table, generated_lines, nodes_table, node_ms_table):
-        print("\n".join(block(result, args)))
-        print()
-    before, after = result["load_average_1min"]
-    print(
-        f"calls {result['calls_seconds']:.0f} s, run {result['seconds'] / 60:.1f} min "
-        f"(n8n {result['n8n']}); load average {before:.1f} → {after:.1f}"
-    )
+    print_sections(sections(result, args), result)
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:

@@ -60,7 +60,7 @@ import requests
 
 from bench import figures
 from bench import floor_bench as fb
-from bench.common import cli, node, prepare, write_template
+from bench.common import cli, node, prepare, print_sections, report_text, write_template
 from bench.executions import Execution, workflow_ids
 from n8n_lockkit.primitives.nodekit import REDIS_CREDENTIALS
 from tests.testbed.endpoints import N8nInstance
@@ -656,36 +656,16 @@ def intro(result: Figures, args: argparse.Namespace) -> str:
     )
 
 
+def sections(result: Figures) -> list[list[str]]:
+    return [variants_table(result), fit_lines(result), redis_lines(result)]
+
+
 def report(result: Figures, args: argparse.Namespace, argv: Sequence[str]) -> str:
-    return "\n".join(
-        [
-            f"`{command(argv)}`",
-            "",
-            intro(result, args),
-            "",
-            *variants_table(result),
-            "",
-            *fit_lines(result),
-            "",
-            *redis_lines(result),
-            "",
-        ]
-    )
+    return report_text(command(argv), intro(result, args), sections(result))
 
 
 def show(result: Figures) -> None:
-    print()
-    print("\n".join(variants_table(result)))
-    print()
-    print("\n".join(fit_lines(result)))
-    print()
-    print("\n".join(redis_lines(result)))
-    print()
-    before, after = result["load_average_1min"]
-    print(
-        f"calls {result['calls_seconds']:.0f} s, run {result['seconds'] / 60:.1f} min "
-        f"(n8n {result['n8n']}); load average {before:.1f} → {after:.1f}"
-    )
+    print_sections(sections(result), result)
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
