@@ -14,7 +14,13 @@ gated five ways:
 - throttle: add-rate-limit --on-denied wait, 5 per 2 s, 20 calls at once: wall time, the most
   body starts in any 2 s, and the Redis node executions a waiting call added per second waited;
 - accuracy: bursts of 8 calls just before and after a window boundary (and half a window and a
-  window later) against 5 per 4 s, `--bursts` times: the most body starts in any 4 s.
+  window later) against 5 per 4 s, `--bursts` times: the most body starts in any 4 s;
+- bursts: 10 calls at once against 5 per 30 s (`burst`), against 10 per 30 s at a cost of 2 each
+  (`burst_cost`), and against two limits, 5 per 30 s on the scope and 6 per 30 s on a second
+  scope (`burst_composed`), `--bursts` times each: how many ran their body (exactly 5 is exact).
+  After each composed burst, 10 more calls to a workflow gated only by the second scope's limit:
+  the 5 calls the first limit refused must not have spent its budget, so exactly 1 runs;
+- the primitive (`call_burst`): the same burst of 10 at 5 per 30 s through rate_limit_check.
 """
 
 from __future__ import annotations
@@ -50,41 +56,78 @@ GATES = {
                  "--max-wait-seconds", "120"),
     "acc_fixed": ("--algorithm", "fixed", "--limit", "5", "--window-seconds", "4"),
     "acc_sliding": ("--algorithm", "sliding", "--limit", "5", "--window-seconds", "4"),
+    "burst": ("--limit", "5", "--window-seconds", "30"),
+    "burst_cost": ("--limit", "10", "--window-seconds", "30", "--cost-expression", "2"),
+    "burst_composed": ("--limit", "5", "--window-seconds", "30"),
+    "burst_second": ("--limit", "6", "--window-seconds", "30"),
 }  # fmt: skip
+SECOND_SCOPE = "={{ $json.body.scope + '-second' }}"
+# A second limit on another scope: the composed workflow is gated by both, burst_second by this.
+SECOND = {"burst_composed": ("--limit", "6", "--window-seconds", "30")}
 THROTTLE_CALLS = 20
+THROTTLE_LIMIT, THROTTLE_WINDOW_S = 5, 2
 BURST = 8
+BURST_CALLS = 10
 Figures = dict[str, Any]
 
 
-def called_workflow(key: str) -> dict[str, Any]:
-    """The bench workflow with a call of rate_limit_check between Webhook and Hold."""
+def called_workflow(key: str, limit: int = 1000000, window_seconds: int = 60) -> dict[str, Any]:
+    """The bench workflow with a call of rate_limit_check between Webhook and Hold; a refused
+    call ends at an If node before Hold."""
     workflow = bench_workflow(key)
     for n in workflow["nodes"]:
         if n["name"] != "Webhook":
-            n["position"][0] += 220
-    values = {"scope": SCOPE, "limit": 1000000, "windowSeconds": 60}
+            n["position"][0] += 440
+    values = {"scope": SCOPE, "limit": limit, "windowSeconds": window_seconds}
     gate = node(key, "Rate Limit", "n8n-nodes-base.executeWorkflow", 1.2, 220,
                 call("rate_limit_check", values))  # fmt: skip
-    workflow["nodes"].insert(1, gate)
+    allowed = node(key, "Allowed?", "n8n-nodes-base.if", 2, 440, if_allowed())
+    refused = node(key, "Refused", "n8n-nodes-base.noOp", 1, 660, {})
+    refused["position"][1] = 200
+    workflow["nodes"][1:1] = [gate, allowed, refused]
     workflow["connections"]["Webhook"] = {"main": [[{"node": "Rate Limit", "type": "main",
                                                      "index": 0}]]}  # fmt: skip
-    workflow["connections"]["Rate Limit"] = {"main": [[{"node": "Hold", "type": "main",
+    workflow["connections"]["Rate Limit"] = {"main": [[{"node": "Allowed?", "type": "main",
                                                         "index": 0}]]}  # fmt: skip
+    workflow["connections"]["Allowed?"] = {"main": [
+        [{"node": "Hold", "type": "main", "index": 0}],
+        [{"node": "Refused", "type": "main", "index": 0}],
+    ]}  # fmt: skip
     return workflow
+
+
+def if_allowed() -> dict[str, Any]:
+    """If node parameters: `$json.allowed` is true."""
+    operator = {"type": "boolean", "operation": "true", "singleValue": True}
+    condition = {"id": "allowed", "leftValue": "={{ $json.allowed }}", "rightValue": "",
+                 "operator": operator}  # fmt: skip
+    return {
+        "conditions": {
+            "options": {"caseSensitive": True, "leftValue": "", "typeValidation": "strict"},
+            "conditions": [condition],
+            "combinator": "and",
+        },
+        "options": {},
+    }
 
 
 def build(n8n: N8nInstance, root: Path, token: str) -> dict[str, str]:
     """Design → webhook path, every workflow pushed and published."""
     prepare(root, n8n)
     cli(root, "create-lock", "--include-rate-limit")
-    paths = {"plain": f"rb_plain_{token}", "call": f"rb_call_{token}"}
+    paths = {d: f"rb_{d}_{token}" for d in ("plain", "call", "call_burst")}
     write_template(root, bench_workflow(paths["plain"]))
     write_template(root, called_workflow(paths["call"]))
+    write_template(root, called_workflow(paths["call_burst"], 5, 30))
     for design, flags in GATES.items():
         paths[design] = f"rb_{design}_{token}"
         write_template(root, bench_workflow(paths[design]))
+        scope = SECOND_SCOPE if design == "burst_second" else SCOPE
         cli(root, "add-rate-limit", "--workflow-key", paths[design], "--scope-expression",
-            SCOPE, *flags)  # fmt: skip
+            scope, *flags)  # fmt: skip
+        if design in SECOND:
+            cli(root, "add-rate-limit", "--workflow-key", paths[design], "--scope-expression",
+                SECOND_SCOPE, *SECOND[design])  # fmt: skip
     cli(root, "push", "--env", "bench", "--activate")
     return paths
 
@@ -129,9 +172,13 @@ def throttle(n8n: N8nInstance, root: Path, path: str, token: str) -> Figures:
         waited_ms = float(runs[-1]["data"]["main"][0][0]["json"].get("waited_ms") or 0)
         if waited_ms > 0:
             per_second.append((redis_runs(e) - uncontended) / (waited_ms / 1000))
+    starts = body_starts(executions)
+    rounds = -(-THROTTLE_CALLS // THROTTLE_LIMIT) - 1
     return {
         "wall_s": wall,
-        "worst_2s": worst_count(body_starts(executions), 2000),
+        "span_s": (starts[-1] - starts[0]) / 1000 if starts else 0.0,
+        "ideal_span_s": rounds * THROTTLE_WINDOW_S,
+        "worst_2s": worst_count(starts, THROTTLE_WINDOW_S * 1000),
         "completed": len(executions),
         "redis_per_wait_second": max(per_second, default=0.0),
         "redis_per_wait_second_mean": sum(per_second) / len(per_second) if per_second else 0.0,
@@ -153,17 +200,46 @@ def accuracy(n8n: N8nInstance, root: Path, path: str, token: str, bursts: int) -
     return {"worst_4s": worst, "allowed": allowed, "calls": bursts * 4 * BURST}
 
 
+def bodies(n8n: N8nInstance, root: Path, path: str, scope: str, count: int) -> int:
+    """How many of `count` calls made at once with `scope` ran their body."""
+    fire(n8n, path, scope, count)
+    return len(body_starts(saved(n8n, root, path, scope, count)))
+
+
+def bursts(n8n: N8nInstance, root: Path, paths: dict[str, str], token: str, rounds: int) -> Figures:
+    """Bodies run per burst of BURST_CALLS, for each burst design (a fresh scope each)."""
+    result: Figures = {}
+    for design in ("burst", "burst_cost", "burst_composed", "call_burst"):
+        ran = []
+        spent = []
+        for round_number in range(rounds):
+            scope = f"{design}-{token}-{round_number}"
+            ran.append(bodies(n8n, root, paths[design], scope, BURST_CALLS))
+            if design == "burst_composed":
+                spent.append(bodies(n8n, root, paths["burst_second"], scope, BURST_CALLS))
+        result[design] = {"ran": ran, "calls": BURST_CALLS}
+        if spent:
+            result[design]["second_after"] = spent
+    return result
+
+
 def bench_version(version: str, args: argparse.Namespace) -> Figures:
     with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
         os.environ["N8N_API_KEY"] = n8n.api_key
         token = uuid.uuid4().hex[:6]
         root = Path(tmp) / "ws"
         paths = build(n8n, root, token)
+        result: Figures = {"n8n": version}
+        progress(f"n8n {version}: bursts of {BURST_CALLS}, {args.bursts} rounds")
+        result["bursts"] = bursts(n8n, root, paths, token, args.bursts)
+        progress(f"n8n {version}: throttle, {THROTTLE_CALLS} calls at once")
+        result["throttle"] = throttle(n8n, root, paths["throttle"], token)
+        if args.only_limits:
+            return result
         progress(f"n8n {version}: P1, {args.runs} shuffled rounds")
         designs = ["plain", "call", "fixed", "sliding"]
         scope = f"p1-{token}"
         timings = latency(n8n, [paths[d] for d in designs], args.runs, scope)
-        result: Figures = {"n8n": version}
         for design in designs:
             path = paths[design]
             executions = saved(n8n, root, path, f"{scope}-{path}", WARM_UP + args.runs)
@@ -171,14 +247,45 @@ def bench_version(version: str, args: argparse.Namespace) -> Figures:
                 **summary(timings[path]),
                 "redis_runs": figures.percentile([redis_runs(e) for e in executions], 50),
             }
-        progress(f"n8n {version}: throttle, {THROTTLE_CALLS} calls at once")
-        result["throttle"] = throttle(n8n, root, paths["throttle"], token)
         progress(f"n8n {version}: accuracy, {args.bursts} boundary bursts")
         result["accuracy"] = {
             algorithm: accuracy(n8n, root, paths[f"acc_{algorithm}"], token, args.bursts)
             for algorithm in ("fixed", "sliding")
         }
         return result
+
+
+def limits_table(result: Figures) -> list[str]:
+    """The throttle and the bursts: how close to the limit's own speed and count."""
+    t = result["throttle"]
+    lines = [
+        f"| n8n {result['n8n']} | figure | target |",
+        "|---|---|---|",
+        f"| throttle {THROTTLE_LIMIT} per {THROTTLE_WINDOW_S} s, {THROTTLE_CALLS} at once "
+        f"(on-denied wait) | first to last body start {t['span_s']:.1f} s (ideal "
+        f"{t['ideal_span_s']:.0f} s, {t['span_s'] / t['ideal_span_s']:.2f} ×); all "
+        f"{t['completed']} answered in {t['wall_s']:.1f} s; most starts in "
+        f"{THROTTLE_WINDOW_S} s: {t['worst_2s']}; Redis node executions per second waited: "
+        f"{t['redis_per_wait_second_mean']:.2f} mean, {t['redis_per_wait_second']:.2f} max | "
+        f"≤ 1.25 × ideal, ≤ {THROTTLE_LIMIT} in any {THROTTLE_WINDOW_S} s |",
+    ]
+    labels = {
+        "burst": "5 per 30 s",
+        "burst_cost": "10 per 30 s, cost 2 each",
+        "burst_composed": "5 per 30 s and 6 per 30 s on a second scope",
+        "call_burst": "5 per 30 s, the rate_limit_check primitive",
+    }
+    for design, label in labels.items():
+        b = result["bursts"][design]
+        ran = ", ".join(str(n) for n in b["ran"])
+        extra = ""
+        if "second_after" in b:
+            after = ", ".join(str(n) for n in b["second_after"])
+            extra = f"; then {b['calls']} calls on the second scope alone ran: {after} (exact: 1)"
+        lines.append(
+            f"| burst of {b['calls']} at once, {label} | bodies run: {ran}{extra} | exactly 5 |"
+        )
+    return lines
 
 
 def table(result: Figures) -> list[str]:
@@ -199,12 +306,6 @@ def table(result: Figures) -> list[str]:
         lines.append(
             f"| {label} | +{f['median_ms'] - plain:.0f} ms | {f['p90_ms']:.0f} ms | {runs} |"
         )
-    t = result["throttle"]
-    lines.append(
-        f"| throttle 5 per 2 s, {THROTTLE_CALLS} at once | all {t['completed']} ran in "
-        f"{t['wall_s']:.1f} s | most starts in 2 s: {t['worst_2s']} | per waiter-second: "
-        f"{t['redis_per_wait_second_mean']:.2f} mean, {t['redis_per_wait_second']:.2f} max |"
-    )
     for algorithm, a in result["accuracy"].items():
         lines.append(
             f"| accuracy, {algorithm}, 5 per 4 s, boundary bursts | most starts in 4 s: "
@@ -224,6 +325,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--bursts", type=int, default=3)
     parser.add_argument("-o", "--output", type=Path)
+    only = "only the throttle and the bursts (no latency, no accuracy)"
+    parser.add_argument("--only-limits", action="store_true", help=only)
     args = parser.parse_args()
     results = [bench_version(v.strip(), args) for v in args.versions.split(",") if v.strip()]
     load = os.getloadavg()
@@ -231,7 +334,9 @@ def main() -> None:
     print(f"Measured {day} with `.venv/bin/python -m bench.rate_bench` ({args.runs} rounds, "
           f"{args.bursts} burst rounds); load average at the end {load[0]:.1f}.\n")  # fmt: skip
     for result in results:
-        print("\n".join(table(result)) + "\n")
+        print("\n".join(limits_table(result)) + "\n")
+        if not args.only_limits:
+            print("\n".join(table(result)) + "\n")
     if args.output:
         args.output.write_text(json.dumps(results, indent=2))
 

@@ -41,7 +41,7 @@ ERROR_HANDLER = Primitive(
 RATE_LIMIT = Primitive(
     "rate_limit_check",
     "n8nlock: Rate Limit Check",
-    "fixed-window INCR counter per scope",
+    "the rate limit of add-rate-limit for direct callers: sliding (or fixed) window, cost, wait",
 )
 
 PRIMITIVES: dict[str, Primitive] = {

@@ -1,22 +1,27 @@
 """The rate limit as n8n nodes: Set-node decisions and multi-item Redis nodes, no Code node.
 
+One engine for every caller: `add-rate-limit` puts this chain into a workflow, and the
+`rate_limit_check` primitive is the same chain behind an Execute Workflow Trigger (its
+algorithm and its waiting given at run time), so both count in one budget per scope and window.
+
 Two algorithms count per scope in Redis buckets (the Redis node has INCR, GET and SET only):
 
 - **fixed**: one bucket per window, `n8n-ratelimit-<scope>-<floor(now / W)>` (the keys of the
-  `rate_limit_check` primitive). INCR orders the callers: allowed iff the count ≤ L. One Redis
-  node execution per check; up to 2·L calls pass in a W-long interval across a boundary.
-- **sliding**: W split into buckets of w = max(W/20, min(0.5 s, W)),
+  `rate_limit_check` primitive before it ran this engine). INCR orders the callers: allowed iff
+  the count ≤ L. Up to 2·L calls pass in a W-long interval across a boundary.
+- **sliding** (the default): W split into buckets of w = max(W/20, min(0.5 s, W)),
   `n8n-ratelimit-<scope>:sw<W>:<b>`. A check reads every counted bucket (one GET node: the
   buckets of the last W + max(w, `MARGIN_MS`) before its own, its own and `FUTURE` after it),
-  refuses without counting when the call would not fit, else INCRs its own bucket, reads the
-  others again (a second GET node) and is allowed iff its INCR result plus the others ≤ L. Of
-  two calls in different buckets, the one whose INCR came last reads the other's bucket after
-  that INCR (each INCRs before it reads), so it counts the other: no interval of W + margin
-  ever holds more than L allowed decisions, and no W-long interval more than L body starts
-  while body starts lag their decisions by amounts that differ by less than the margin. The
-  price is caution: a call may wait or be refused up to margin + w after an exact log would
-  let it in, and calls that race past the first read and are then refused still count.
-  Three Redis node executions per allowed check, one for a call refused at once.
+  refuses without counting when the call would not fit, else INCRs the bucket of the moment the
+  INCR runs (under load that can be later than the look), reads the others again (a second GET
+  node) and is allowed iff its INCR result plus the others ≤ L. Of two calls in different
+  buckets, the one whose INCR came last reads the other's bucket after that INCR (each INCRs
+  before it reads), so it counts the other: no interval of W + margin ever holds more than L
+  allowed decisions, and no W-long interval more than L body starts while body starts lag their
+  decisions by amounts that differ by less than the margin. The price is caution: a call may
+  wait or be refused up to margin + w after an exact log would let it in, and calls that race
+  past the first read and are then refused still count. Three Redis node executions per
+  allowed check, one for a call refused at once.
 
 Several limits on one workflow are one chain: the same three Redis nodes read and count every
 limit's keys over one connection each, and a call that one limit refuses before counting
@@ -24,9 +29,10 @@ counts in none (one that races past the first read and is refused after counting
 A call that must wait (`on_denied` wait) sleeps until the buckets ahead of it leave the window,
 later by one window per L units over the limit ahead of it: a call refused after counting
 knows its place from its count; one refused before counting draws a place among the calls
-waiting for the same moment (one INCR of `…q<b>`, b the bucket it waits for). Waiters never
-look more often than one Redis node execution per second of waiting, and fail at once when
-their place would come after their max wait.
+waiting for the same moment (one INCR of `…q<b>`, b the bucket it waits for). A waiter's looks
+add no more than one Redis node execution per second it has waited (the look that ends its
+wait is not paid ahead), and it fails at once when its place would come after its max wait.
+A refused call answers `retry_after_ms`: when it would fit if nothing new arrived.
 """
 
 from __future__ import annotations
@@ -53,6 +59,12 @@ MIN_SLEEP_MS = 50
 STEP = engine.STEP
 ROW = engine.ROW
 ON_DENIED = ("passthrough", "stop", "error", "wait")
+DEFAULT_MAX_WAIT_SECONDS = 300
+# INCR one unit in the bucket of the moment the INCR node runs.
+COUNT_EACH = {
+    **nodekit.INCR_EACH,
+    "key": "={{ $json.prefix + Math.floor(Date.now() / $json.bucket_ms) }}",
+}
 DENIAL = (
     "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
     "window, limit {{ $json.limit }}"
@@ -69,7 +81,10 @@ class RateInputs:
     cost: Any = 1
     algorithm: str = "sliding"
     on_denied: str = "passthrough"
-    max_wait_seconds: Any = 300
+    max_wait_seconds: Any = DEFAULT_MAX_WAIT_SECONDS
+    # What a bad input is called in the error message, when the caller knows it by another
+    # name (rate_limit_check's `windowSeconds`).
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @cache
@@ -94,6 +109,8 @@ def _input_js(limits: Sequence[RateInputs]) -> str:
             "on_denied": limit.on_denied,
             "max_wait_seconds": limit.max_wait_seconds,
         }
+        if limit.labels:
+            fields["labels"] = dict(limit.labels)
         rows.append("{ " + ", ".join(f"{k}: {value_js(v)}" for k, v in fields.items()) + " }")
     return "const input = [\n" + ",\n".join(rows) + "\n];"
 
@@ -110,6 +127,12 @@ class Shape:
     reread: bool  # read again after counting: sliding limits
     waits: bool
     modes: tuple[str, ...]  # the refusing on_denied modes, in order
+
+    @classmethod
+    def runtime(cls) -> Shape:
+        """For limits whose algorithm and `on_denied` (passthrough or wait) are expressions:
+        every node either may need."""
+        return cls(True, True, True, ("passthrough",))
 
     @classmethod
     def of(cls, limits: Sequence[RateInputs]) -> Shape:
@@ -131,10 +154,12 @@ def check(
     names: Names,
     *,
     config_note: str = "",
+    shape: Shape | None = None,
 ) -> Group:
     """The rate-limit chain. `entry` takes the caller's items; exit `allowed` continues with
-    the verdict once every limit let the call in. Refusals end in the chain's own nodes."""
-    shape = Shape.of(limits)
+    the verdict once every limit let the call in. Refusals end in the chain's own nodes.
+    `shape`: which nodes to build, when the limits' algorithm or on_denied are expressions."""
+    shape = shape or Shape.of(limits)
     x, y = origin
     g = Group()
     n = names
@@ -192,7 +217,7 @@ def check(
     else:
         g.connect(look, 0, count_items)
     g.add(split_out(key, "rate-count-items", count_items, [at, y], "incr"))
-    g.add(nodekit.redis(key, "rate-count", count, [at + STEP, y], nodekit.INCR_EACH, False))
+    g.add(nodekit.redis(key, "rate-count", count, [at + STEP, y], COUNT_EACH, False))
     g.connect(count_items, 0, count)
     at += 2 * STEP
     last = count
@@ -330,6 +355,6 @@ def denied_node(key: str, name: str, position: list[int], mode: str) -> nodekit.
     if mode == "stop":
         return nodekit.node(key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
     fields = "{ allowed: false, scope: $json.scope, count: $json.count, limit: $json.limit, " \
-        "message: $json.message }"  # fmt: skip
+        "retry_after_ms: $json.retry_after_ms, message: $json.message }"  # fmt: skip
     node = set_raw(key, "rate-denied-passthrough", name, position, f"={{{{ {fields} }}}}")
     return node

@@ -20,11 +20,12 @@ from typing import Any
 import jinja2
 
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import engine, keys, nodekit
+from n8n_lockkit.primitives import engine, keys, nodekit, rate
 from n8n_lockkit.primitives.catalogue import (
     LOCK_ACQUISITION,
     LOCK_RELEASE,
     LOCK_RENEW,
+    RATE_LIMIT,
     Primitive,
 )
 from n8n_lockkit.primitives.formats import stamp_primitive
@@ -397,8 +398,64 @@ def _lock_renew(options: engine.EngineOptions) -> Workflow:
     return _workflow(LOCK_RENEW, g)
 
 
+def _rate_limit_check(options: engine.EngineOptions) -> Workflow:
+    """Rate Limit Request → the rate limit chain of `add-rate-limit` → Rate Limit Result.
+
+    Inputs: scope, limit, windowSeconds (required), algorithm (sliding | fixed, default
+    sliding), cost (default 1), wait (default false: a refused call answers allowed: false at
+    once; true: it waits for its turn, up to max_wait_seconds, default 300, then fails).
+    Output: allowed, scope, count, limit, retry_after_ms (0 when allowed)."""
+    key = RATE_LIMIT.key
+    g = nodekit.Group()
+    trigger = g.add(
+        _trigger(
+            key,
+            "Rate Limit Request",
+            [
+                ("scope", "string"),
+                ("limit", "number"),
+                ("windowSeconds", "number"),
+                ("algorithm", "string"),
+                ("cost", "number"),
+                ("wait", "boolean"),
+                ("max_wait_seconds", "number"),
+            ],
+        )
+    )
+    request = _first(trigger)
+
+    def given(name: str, default: str) -> str:
+        value = f"{request}.{name}"
+        return f"={{{{ [null, undefined, ''].includes({value}) ? {default} : {value} }}}}"
+
+    waits = f"{request}.wait === true || String({request}.wait) === 'true'"
+    inputs = rate.RateInputs(
+        scope=f"={{{{ {request}.scope }}}}",
+        limit=f"={{{{ {request}.limit }}}}",
+        window_seconds=f"={{{{ {request}.windowSeconds }}}}",
+        cost=given("cost", "1"),
+        algorithm=given("algorithm", "'sliding'"),
+        on_denied=f"={{{{ ({waits}) ? 'wait' : 'passthrough' }}}}",
+        max_wait_seconds=given("max_wait_seconds", str(rate.DEFAULT_MAX_WAIT_SECONDS)),
+        labels=(("window_seconds", "windowSeconds"),),
+    )
+    chain = rate.check(key, [inputs], (STEP, 0), nodekit.Names(), shape=rate.Shape.runtime())
+    _merge(g, chain)
+    g.connect(trigger, 0, chain.entry)
+    answer = (
+        "={{ { allowed: true, scope: $json.limits[0].scope, count: $json.limits[0].count, "
+        "limit: $json.limits[0].limit, retry_after_ms: 0 } }}"
+    )
+    x = max(n["position"][0] for n in chain.nodes) + STEP
+    result = g.add(nodekit.set_raw(key, "rate-result", "Rate Limit Result", [x, 0], answer))
+    for source, index in chain.exits["allowed"]:
+        g.connect(source, index, result)
+    return _workflow(RATE_LIMIT, g)
+
+
 _BUILT: dict[str, Callable[[engine.EngineOptions], Workflow]] = {
     LOCK_ACQUISITION.key: _lock_acquisition,
     LOCK_RELEASE.key: _lock_release,
     LOCK_RENEW.key: _lock_renew,
+    RATE_LIMIT.key: _rate_limit_check,
 }

@@ -108,8 +108,10 @@ class LockBed:
     def release(self, scope: str, lock_id: str) -> Call:
         return self.webhook("e2e-release", {"scope": scope, "lock_id": lock_id})
 
-    def rate(self, scope: str, limit: int, window: int) -> Call:
-        return self.webhook("e2e-rate", {"scope": scope, "limit": limit, "window": window})
+    def rate(self, scope: str, limit: int, window: int, **inputs: Any) -> Call:
+        """Call rate_limit_check; `inputs`: algorithm, cost, wait, max_wait_seconds."""
+        return self.webhook("e2e-rate", {"scope": scope, "limit": limit, "window": window,
+                                         **inputs})  # fmt: skip
 
     def sink(self, scope: str) -> list[dict[str, Any]]:
         return [json.loads(entry) for entry in self.redis.lrange(f"e2e-sink-{scope}", 0, -1)]

@@ -1,6 +1,7 @@
 """Rate limits in a real n8n with a real Redis.
 
-- rate_limit_check, the primitive for direct callers (R01–R07 of lock-design.md §2.7);
+- rate_limit_check, the primitive for direct callers (R01–R07 of lock-design.md §2.7): the
+  engine of add-rate-limit, a sliding window by default, fixed, waiting, and bad input;
 - workflows wrapped by `add-rate-limit` (the inline chain): the sliding window against an
   adversarial burst at a window boundary, the throttle (`--on-denied wait`), a cost per
   execution, two composed limits, and bad input at run time.
@@ -16,6 +17,7 @@ import json
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,8 @@ import requests
 
 from tests.e2e.lockbed import Call, LockBed, run_cli, wait_until
 from tests.e2e.test_lock_engine import engine_workflow
+
+WORKFLOWS = Path(__file__).parent / "workflows"
 
 
 def start_of_window(window: int, need: float) -> None:
@@ -35,32 +39,56 @@ def start_of_window(window: int, need: float) -> None:
 def test_r01_fifty_parallel_calls_with_limit_five_allow_exactly_five(
     lockbed: LockBed, unique_name: str
 ) -> None:
-    start_of_window(60, need=30)
     with ThreadPoolExecutor(50) as pool:
         calls = list(pool.map(lambda _: lockbed.rate(unique_name, 5, 60), range(50)))
     assert all(c.status == 200 for c in calls), [c.body for c in calls if c.status != 200]
     assert sum(c.body["allowed"] for c in calls) == 5
-    assert sorted(c.body["count"] for c in calls) == list(range(1, 51))
+    refused = [c.body for c in calls if not c.body["allowed"]]
+    # A refused call says how far over it was and when it would fit: within the window, its
+    # margin and the rounding to buckets of W / 20.
+    assert all(b["count"] > 5 and 0 < b["retry_after_ms"] <= 67000 for b in refused), refused
 
 
 def test_r02_the_call_after_the_limit_is_denied(lockbed: LockBed, unique_name: str) -> None:
-    start_of_window(60, need=15)
     bodies = [lockbed.rate(unique_name, 3, 60).body for _ in range(4)]
     assert [b["allowed"] for b in bodies] == [True, True, True, False]
-    assert bodies[-1] == {"allowed": False, "scope": unique_name, "count": 4, "limit": 3}
+    assert bodies[0] == {
+        "allowed": True, "scope": unique_name, "count": 1, "limit": 3, "retry_after_ms": 0,
+    }  # fmt: skip
+    denied = bodies[-1]
+    assert {k: denied[k] for k in ("allowed", "scope", "count", "limit")} == {
+        "allowed": False, "scope": unique_name, "count": 4, "limit": 3,
+    }  # fmt: skip
+    assert 0 < denied["retry_after_ms"] <= 67000, denied
 
 
-def test_r05_the_next_window_allows_again(lockbed: LockBed, unique_name: str) -> None:
+def test_r05_the_next_fixed_window_allows_again(lockbed: LockBed, unique_name: str) -> None:
     window = 3
     start_of_window(window, need=window - 0.2)
-    assert [lockbed.rate(unique_name, 1, window).body["allowed"] for _ in range(2)] == [True, False]
+    allowed = [lockbed.rate(unique_name, 1, window, algorithm="fixed").body["allowed"]
+               for _ in range(2)]  # fmt: skip
+    assert allowed == [True, False]
     start_of_window(window, need=window)  # sleeps into the next window
-    assert lockbed.rate(unique_name, 1, window).body == {
-        "allowed": True,
-        "scope": unique_name,
-        "count": 1,
-        "limit": 1,
-    }
+    body = lockbed.rate(unique_name, 1, window, algorithm="fixed").body
+    assert {k: body[k] for k in ("allowed", "scope", "count", "limit")} == {
+        "allowed": True, "scope": unique_name, "count": 1, "limit": 1,
+    }  # fmt: skip
+
+
+def test_a_direct_caller_gets_a_sliding_window_by_default(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    # Sliding: a call is let in again only once the first has left the window (a fixed window
+    # would let one in at the next boundary, up to twice the limit in one window-long stretch).
+    window = 2
+    first = lockbed.rate(unique_name, 1, window).body
+    began = time.monotonic()
+    assert first["allowed"], first
+    denied = lockbed.rate(unique_name, 1, window).body
+    assert not denied["allowed"] and denied["retry_after_ms"] > 0, denied
+    while not lockbed.rate(unique_name, 1, window).body["allowed"]:
+        time.sleep(0.1)
+    assert time.monotonic() - began >= window, "let in again before the window had passed"
 
 
 def test_r07_no_rate_limit_key_lives_without_a_ttl(lockbed: LockBed, unique_name: str) -> None:
@@ -74,7 +102,74 @@ def test_r07_no_rate_limit_key_lives_without_a_ttl(lockbed: LockBed, unique_name
 def test_invalid_window_is_refused(lockbed: LockBed, unique_name: str) -> None:
     call = lockbed.rate(unique_name, 5, 0)
     assert call.status >= 400 or "windowSeconds must be a number >= 1" in str(call.body)
-    assert list(lockbed.redis.scan_iter(f"n8n-ratelimit-{unique_name}-*")) == []
+    assert list(lockbed.redis.scan_iter(f"n8n-ratelimit-{unique_name}*")) == []
+
+
+def test_an_unknown_algorithm_is_refused_by_name(lockbed: LockBed, unique_name: str) -> None:
+    call = lockbed.rate(unique_name, 5, 10, algorithm="leaky")
+    assert call.status >= 400 or "algorithm must be 'sliding' or 'fixed'" in call.body["error"]
+    assert list(lockbed.redis.scan_iter(f"n8n-ratelimit-{unique_name}*")) == []
+
+
+def direct_caller(bed: LockBed, limit: int, window: int, **inputs: Any) -> str:
+    """engine_workflow (its body marks its start) behind a call of rate_limit_check and an If
+    on `allowed`: a direct caller, as the seed documented it."""
+    key = f"rate_direct_{uuid.uuid4().hex[:8]}"
+    workflow = engine_workflow(key)
+    values = {"scope": "={{ $json.body.scope }}", "limit": limit, "windowSeconds": window,
+              **inputs}  # fmt: skip
+    caller = json.loads((WORKFLOWS / "e2e_rate_caller.template.json").read_text())
+    gate = next(n for n in caller["nodes"] if n["name"] == "Rate Limit")
+    gate = {k: v for k, v in gate.items() if k != "onError"}  # a failed call fails the caller
+    gate["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:gate"))
+    gate["parameters"]["workflowInputs"]["value"] = values
+    operator = {"type": "boolean", "operation": "true", "singleValue": True}
+    allowed = {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:allowed")),
+        "name": "Allowed?", "type": "n8n-nodes-base.if", "typeVersion": 2, "position": [220, 200],
+        "parameters": {"conditions": {
+            "options": {"caseSensitive": True, "leftValue": "", "typeValidation": "strict"},
+            "conditions": [{"id": "allowed", "leftValue": "={{ $json.allowed }}",
+                            "rightValue": "", "operator": operator}],
+            "combinator": "and"}, "options": {}},
+    }  # fmt: skip
+    refused = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:refused")), "name": "Refused",
+               "type": "n8n-nodes-base.noOp", "typeVersion": 1, "position": [440, 200],
+               "parameters": {}}  # fmt: skip
+    workflow["nodes"][1:1] = [gate, allowed, refused]
+    after_webhook = workflow["connections"]["Webhook"]
+    workflow["connections"]["Webhook"] = {"main": [[{"node": "Rate Limit", "type": "main",
+                                                     "index": 0}]]}  # fmt: skip
+    workflow["connections"]["Rate Limit"] = {"main": [[{"node": "Allowed?", "type": "main",
+                                                        "index": 0}]]}  # fmt: skip
+    workflow["connections"]["Allowed?"] = {
+        "main": [after_webhook["main"][0], [{"node": "Refused", "type": "main", "index": 0}]]
+    }
+    (bed.root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow, indent=2))
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+def test_a_direct_caller_never_sees_more_than_the_limit_in_any_window_at_boundary_bursts(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    key = direct_caller(lockbed, 5, 4)
+    times = boundary_bursts(lockbed, key, unique_name, 4)
+    relative = " ".join(str(t - times[0]) for t in times)
+    assert worst_count(times, 4000) <= 5, relative
+    assert times and times[-1] - times[0] >= 4000, f"too few calls let through: {relative}"
+
+
+def test_a_direct_caller_that_asks_to_wait_runs_every_call_at_the_allowed_rate(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    key = direct_caller(lockbed, 2, 2, wait=True, max_wait_seconds=60)
+    calls = burst(lockbed, key, unique_name, 6)
+    assert [c.status for c in calls] == [200] * 6, [c.body for c in calls]
+    times = starts(lockbed, unique_name)
+    assert len(times) == 6, times
+    assert worst_count(times, 2000) <= 2, " ".join(str(t - times[0]) for t in times)
 
 
 # --- workflows wrapped by add-rate-limit ---------------------------------------------------

@@ -4,7 +4,8 @@
 try {
 __INPUT__
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
-const whole = (name, value, scope) => {
+const whole = (name, value, scope, labels) => {
+  name = (labels && labels[name]) || name;
   const number = typeof value === 'string' && value.trim() === '' ? NaN : Number(value);
   if (value === null || value === undefined || typeof value === 'boolean' || !Number.isFinite(number) || number < 1) {
     throw new Error(`n8nlock rate limit '${scope}': ${name} must be a number >= 1, got ${JSON.stringify(value)}; nothing was counted`);
@@ -16,11 +17,14 @@ const limits = input.map((raw, index) => {
   if (!scope) {
     throw new Error(`n8nlock rate limit ${index + 1}: the scope is empty (an empty scope would count every caller together); check the scope expression, nothing was counted`);
   }
-  const limit = whole('limit', raw.limit, scope);
-  const windowSeconds = whole('window_seconds', raw.window_seconds, scope);
-  const cost = whole('cost', raw.cost, scope);
+  const limit = whole('limit', raw.limit, scope, raw.labels);
+  const windowSeconds = whole('window_seconds', raw.window_seconds, scope, raw.labels);
+  const cost = whole('cost', raw.cost, scope, raw.labels);
   if (cost > limit) {
     throw new Error(`n8nlock rate limit '${scope}': this call costs ${cost}, more than the limit of ${limit} per ${windowSeconds} s, so it could never pass; nothing was counted`);
+  }
+  if (raw.algorithm !== 'sliding' && raw.algorithm !== 'fixed') {
+    throw new Error(`n8nlock rate limit '${scope}': algorithm must be 'sliding' or 'fixed', got ${JSON.stringify(raw.algorithm)}; nothing was counted`);
   }
   const sliding = raw.algorithm === 'sliding';
   // A bucket of at least __MIN_BUCKET_MS__ ms: a burst of calls then mostly counts in one bucket.
@@ -34,7 +38,7 @@ const limits = input.map((raw, index) => {
     window_seconds: windowSeconds,
     algorithm: sliding ? 'sliding' : 'fixed',
     on_denied: raw.on_denied,
-    max_wait_seconds: whole('max_wait_seconds', raw.max_wait_seconds, scope),
+    max_wait_seconds: whole('max_wait_seconds', raw.max_wait_seconds, scope, raw.labels),
     // The fixed window keeps the keys of rate_limit_check, so both count in one budget.
     prefix: sliding ? `n8n-ratelimit-${scope}:sw${windowSeconds}:` : `n8n-ratelimit-${scope}-`,
     bucket_ms: bucketMs,

@@ -4,8 +4,10 @@ const ownCounts = (ctx, counted) => {
   return ctx.limits.map((l) => {
     const mine = counted.slice(offset, offset + l.cost);
     offset += l.cost;
+    // Units that fell into an earlier bucket (a boundary between two INCRs) are read there.
     const key = String(mine[mine.length - 1][0]);
-    return { bucket: Number(key.slice(l.prefix.length)), count: Math.max(...mine.map((m) => Number(m[1]))) };
+    const last = mine.filter((m) => String(m[0]) === key);
+    return { bucket: Number(key.slice(l.prefix.length)), count: Math.max(...last.map((m) => Number(m[1]))) };
   });
 };
 // When `excess` units would fit if nothing new arrived: a bucket is counted until bucket
@@ -32,10 +34,11 @@ const tooLong = (ctx, l, now, next, maxWait) => {
   const needed = ((next - ctx.started_ms) / 1000).toFixed(1);
   return `Rate limit for scope '${l.scope}' (limit ${l.limit} per ${l.window_seconds} s): waited ${waited} s, and a place would come only after ${needed} s, past the max wait of ${maxWait} s`;
 };
-// The next look of a waiter: when it fits, but at most one Redis node execution per second of
-// waiting (a look may cost __LOOK_COST__), and never past its max wait.
+// The next look of a waiter: when it fits, but only once the Redis node executions its wait
+// has added so far (its place in line, looks that found no room) are at most one per second
+// waited (the look that ends the wait is not paid ahead), and never past its max wait.
 const nextLook = (ctx, fits, wait, now, maxWait) => {
-  const next = Math.max(fits + __WAKE_LATE_MS__, wait.started_ms + (wait.spent + __LOOK_COST__) * 1000, now + __MIN_SLEEP_MS__);
+  const next = Math.max(fits + __WAKE_LATE_MS__, wait.started_ms + wait.spent * 1000, now + __MIN_SLEEP_MS__);
   return { next, late: next - ctx.started_ms > maxWait * 1000 };
 };
 // A call refused before counting (`queue`) also takes a place in line among the calls waiting
@@ -51,10 +54,14 @@ const judge = (ctx, counts, totals, now, wait, lookCost, passed, queue) => {
     count: first.total,
     limit: first.l.limit,
     window_seconds: first.l.window_seconds,
+    retry_after_ms: 0,
     queue: [],
     message: `Rate limit exceeded for scope '${first.l.scope}': ${first.total} calls in this window, limit ${first.l.limit}`,
   };
-  if (refusing) return { state: 'deny', mode: refusing.l.on_denied, ...denial };
+  if (refusing) {
+    const retry = fitsAt(refusing.l, counts[refusing.i], refusing.total - refusing.l.limit, now);
+    return { state: 'deny', mode: refusing.l.on_denied, ...denial, retry_after_ms: Math.max(0, Math.ceil(retry - now)) };
+  }
   const waitNow = { started_ms: wait ? wait.started_ms : now, spent: wait ? wait.spent + lookCost : 0 };
   const fits = over.map((o) => ({ o, at: fitsAt(o.l, counts[o.i], o.total - o.l.limit, now) }));
   const binding = fits.reduce((a, b) => (b.at > a.at ? b : a));

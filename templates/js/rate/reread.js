@@ -13,4 +13,7 @@ ctx.limits.forEach((l, index) => {
   const last = counted < (b + 1) * l.bucket_ms ? b - 1 : b + l.future;
   for (let j = b - l.past; j <= last; j += 1) if (j !== b) read.push({ key: l.prefix + j, limit: index, bucket: j });
 });
+// A Split Out of nothing would end the execution: a fixed limit (whose algorithm is only known
+// at run time) reads its own bucket again, which the verdict leaves out.
+if (read.length === 0) read.push({ key: ctx.limits[0].prefix + own[0].bucket, limit: -1, bucket: own[0].bucket });
 return { read, counted_ms: counted };

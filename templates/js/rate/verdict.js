@@ -7,7 +7,7 @@ const own = ownCounts(ctx, __COUNTED__);
 const counts = own.map((o) => [[o.bucket, o.count]]);
 const reread = __REREAD__;
 const values = __REREAD_VALUES__.map((item) => Number(item.json.value) || 0);
-if (reread) reread.read.forEach((entry, i) => counts[entry.limit].push([entry.bucket, values[i]]));
+if (reread) reread.read.forEach((entry, i) => entry.limit >= 0 && counts[entry.limit].push([entry.bucket, values[i]]));
 const totals = counts.map((c) => c.reduce((sum, pair) => sum + pair[1], 0));
 const now = Date.now();
 const passed = {
