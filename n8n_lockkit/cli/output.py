@@ -34,6 +34,11 @@ def show_error(error: LockkitError) -> None:
         click.echo(f"Hint: {error.hint}", err=True)
 
 
+def echo_json(document: object) -> None:
+    """One JSON document on stdout (what -o json prints)."""
+    click.echo(json.dumps(document, indent=2))
+
+
 def warn(message: str) -> None:
     click.secho("Warning: ", fg="yellow", nl=False, err=True)
     click.echo(message, err=True)
@@ -47,7 +52,7 @@ def _verb(change: FileChange) -> str:
 def show_plan(workspace: Workspace, plan: Plan, *, dry_run: bool, fmt: str) -> None:
     """Copier-style verbs on stderr (or one JSON document on stdout) and the plan's warnings."""
     if fmt == "json":
-        click.echo(json.dumps(plan_as_dict(workspace, plan, dry_run=dry_run), indent=2))
+        echo_json(plan_as_dict(workspace, plan, dry_run=dry_run))
     else:
         for change in plan.changes:
             click.echo(f"{_verb(change)}  {workspace.relative(change.path)}", err=True)
@@ -87,7 +92,7 @@ def show_report(report: Report, fmt: str) -> None:
             "files": list(report.files),
             "findings": [f.as_dict() for f in report.findings],
         }
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         return
     for finding in report.findings:
         location = click.style(f"{finding.path}::{finding.location}", fg="yellow")
@@ -125,7 +130,7 @@ def show_push(result: PushResult, *, dry_run: bool, fmt: str) -> None:
             }
             for o in result.outcomes
         ]
-        click.echo(json.dumps({"dry_run": dry_run, "workflows": workflows}, indent=2))
+        echo_json({"dry_run": dry_run, "workflows": workflows})
         return
     # A failed workflow counts as failed, a dependency that was only published as published.
     counts = Counter(o.action for o in result.outcomes if o.status == "ok" and o.action != "none")

@@ -7,28 +7,21 @@ from typing import TYPE_CHECKING
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import (
+from n8n_lockkit.cli.common_options import (
     AppContext,
     dry_run_option,
-    format_option,
-    main,
+    env_option,
+    one_env,
+    output_option,
     pass_app,
+    redis_url_option,
 )
+from n8n_lockkit.cli.completion import workflow_keys
+from n8n_lockkit.cli.output import progress, show_push, warn
 from n8n_lockkit.workspace.layout import Workspace
-
-# ops.redis_access.URL_VARIABLE, spelled out so that --help need not import redis (a test
-# keeps the two equal).
-URL_VARIABLE = "N8NLOCK_REDIS_URL"
 
 if TYPE_CHECKING:
     from n8n_lockkit.workspace.envconfig import EnvFile
-
-
-def one_env(workspace: Workspace, env_name: str | None) -> EnvFile:
-    from n8n_lockkit.workspace import envconfig
-
-    return envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
 
 
 def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
@@ -40,15 +33,9 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     return save
 
 
-@main.command("push")
-@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=completion.workflow_keys)
-@click.option(
-    "--env",
-    "env_name",
-    metavar="NAME",
-    help="Env to push to. Optional when the workspace has exactly one.",
-    shell_complete=completion.env_names,
-)
+@click.command("push")
+@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=workflow_keys)
+@env_option("Env to push to")
 @click.option(
     "--activate/--no-activate",
     default=False,
@@ -66,13 +53,9 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     is_flag=True,
     help="Stop at the first workflow n8n refuses (default: push the others).",
 )
-@click.option(
-    "--redis-url",
-    metavar="URL",
-    envvar=URL_VARIABLE,
-    show_envvar=True,
-    help="Where to check that no caller of the lock format before engine v2 still waits "
-    "(README: Upgrading), instead of the env file's redis: record.",
+@redis_url_option(
+    "Where to check that no caller of the lock format before engine v2 still waits "
+    "(README: Upgrading), instead of the env file's redis: record."
 )
 @click.option(
     "--no-drain-check",
@@ -82,7 +65,7 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     "executions are gone, e.g. n8n was restarted).",
 )
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def push_command(
     app: AppContext,
@@ -135,25 +118,19 @@ def push_command(
         dry_run=dry_run,
         recreate_missing=recreate_missing,
         fail_fast=fail_fast,
-        progress=output.progress,
+        progress=progress,
         save_env=_saver(workspace, env),
     )
     try:
         result = pusher.run(keys)
     finally:
         client.close()
-    output.show_push(result, dry_run=dry_run, fmt=fmt)
+    show_push(result, dry_run=dry_run, fmt=fmt)
     push.raise_for_failures(result)
 
 
-@main.command("redis-credential")
-@click.option(
-    "--env",
-    "env_name",
-    metavar="NAME",
-    help="Env to record the credential in. Optional with exactly one env.",
-    shell_complete=completion.env_names,
-)
+@click.command("redis-credential")
+@env_option("Env to record the credential in")
 @click.option(
     "--host",
     help="Redis host as n8n reaches it (required unless --link; with --link, it records "
@@ -236,15 +213,11 @@ def redis_credential(
     )
     if outcome.changed:
         _saver(workspace, env)()
-    output.progress(
-        outcome.action, f"credentials.redis = {outcome.credential_id} in envs/{env.name}.yml"
-    )
+    progress(outcome.action, f"credentials.redis = {outcome.credential_id} in envs/{env.name}.yml")
     if outcome.address == "record":
-        output.progress(
-            "record", f"redis = {settings.host}:{port}/{database} in envs/{env.name}.yml"
-        )
+        progress("record", f"redis = {settings.host}:{port}/{database} in envs/{env.name}.yml")
     elif outcome.address == "missing":
-        output.warn(
+        warn(
             "where Redis is was not recorded, so `n8nlock locks`, `release`, `reap` and `stats` "
             "cannot reach it: run this again with --host H [--port P] [--database N] [--ssl] "
             "[--password-env VAR], or give those commands --redis-url"

@@ -54,6 +54,11 @@ class Workspace:
             )
         return cls(root.resolve())
 
+    @classmethod
+    def chosen(cls, option: Path | None) -> Workspace:
+        """The workspace --workspace names, else the nearest one above the current folder."""
+        return cls.find(Path.cwd()) if option is None else cls.at(option)
+
     @property
     def envs_dir(self) -> Path:
         return self.root / ENVS_DIR
