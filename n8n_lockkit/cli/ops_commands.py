@@ -24,7 +24,8 @@ from n8n_lockkit.cli.common_options import (
 from n8n_lockkit.cli.output import echo_json, progress, show_lines, warn
 
 if TYPE_CHECKING:
-    from n8n_lockkit.ops.store import LockStore, Scan
+    from n8n_lockkit.ops.snapshot import Scan
+    from n8n_lockkit.ops.store import LockStore
     from n8n_lockkit.workspace.envconfig import EnvFile
 
 
