@@ -17,7 +17,7 @@ from n8n_lockkit.cli.common_options import (
     redis_url_option,
 )
 from n8n_lockkit.cli.completion import workflow_keys
-from n8n_lockkit.cli.output import progress, show_push, warn
+from n8n_lockkit.cli.output import progress, show_credential, show_push
 from n8n_lockkit.workspace.layout import Workspace
 
 if TYPE_CHECKING:
@@ -167,6 +167,8 @@ def push_command(
     help="Record an existing credential id instead of creating one.",
 )
 @click.option("--replace", is_flag=True, help="Create a new one even if the env has an id.")
+@dry_run_option
+@output_option()
 @pass_app
 def redis_credential(
     app: AppContext,
@@ -180,6 +182,8 @@ def redis_credential(
     display_name: str,
     link_id: str | None,
     replace: bool,
+    dry_run: bool,
+    fmt: str,
 ) -> None:
     """Create (or link) the Redis credential the primitives use.
 
@@ -187,7 +191,8 @@ def redis_credential(
     are recorded under credentials.redis in the env file. The address (host, port,
     database, TLS, user and the name of the password variable, never the password) is
     recorded under redis: for `n8nlock locks`, `release`, `reap` and `stats`. With --link,
-    pass the same --host/--port/... options to record it too.
+    pass the same --host/--port/... options to record it too. Running it again changes
+    nothing; --dry-run decides the same way and sends and writes nothing.
 
     \b
     Example:
@@ -195,6 +200,7 @@ def redis_credential(
         n8nlock redis-credential --env dev --host redis.internal --password-env REDIS_PASSWORD
         n8nlock redis-credential --env prod --link 7fQx2AbCdEf --name "Redis prod" \\
             --host redis.prod --password-env REDIS_PASSWORD
+        n8nlock redis-credential --env prod --host redis.prod --dry-run -o json
     """
     from n8n_lockkit.remote import connection, credentials
 
@@ -203,22 +209,10 @@ def redis_credential(
     workspace = app.workspace()
     env = one_env(workspace, env_name)
     settings = credentials.RedisSettings(host or "", port, database, user, password_env, ssl)
-    outcome = credentials.ensure_redis(
-        env,
-        display_name,
-        settings,
-        link_id=link_id,
-        replace=replace,
-        connect=connection.client_for,
-    )
-    if outcome.changed:
-        _saver(workspace, env)()
-    progress(outcome.action, f"credentials.redis = {outcome.credential_id} in envs/{env.name}.yml")
-    if outcome.address == "record":
-        progress("record", f"redis = {settings.host}:{port}/{database} in envs/{env.name}.yml")
-    elif outcome.address == "missing":
-        warn(
-            "where Redis is was not recorded, so `n8nlock locks`, `release`, `reap` and `stats` "
-            "cannot reach it: run this again with --host H [--port P] [--database N] [--ssl] "
-            "[--password-env VAR], or give those commands --redis-url"
-        )
+    planned = credentials.plan_redis(env, display_name, settings, link_id=link_id, replace=replace)
+    if not dry_run:
+        planned = credentials.apply_redis(env, planned, connect=connection.client_for)
+        if planned.changed:
+            _saver(workspace, env)()
+    # Shown once applied: the id of a created credential is n8n's answer.
+    show_credential(planned, f"envs/{env.name}.yml", dry_run=dry_run, fmt=fmt)
