@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from n8n_lockkit import __version__
+from n8n_lockkit import DISTRIBUTION
 from n8n_lockkit.cli.check_commands import rules_command, validate_command
 from n8n_lockkit.cli.common_options import AppContext
 from n8n_lockkit.cli.ops_commands import locks_command, reap_command, release_command, stats_command
@@ -61,7 +61,8 @@ class LockkitGroup(click.Group):
 
 
 @click.group(cls=LockkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="n8nlock")
+# The version of pyproject.toml, read from the package's metadata only when --version asks.
+@click.version_option(package_name=DISTRIBUTION, prog_name="n8nlock")
 @click.option(
     "-w",
     "--workspace",
