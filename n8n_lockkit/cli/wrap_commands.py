@@ -1,4 +1,4 @@
-"""Commands that rewrite workflows: add-lock-to-workflow, add-rate-limit."""
+"""Commands that rewrite workflows: add-lock-to-workflow, add-rate-limit, unwrap."""
 
 from __future__ import annotations
 
