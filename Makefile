@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO := build/demo
 
-.PHONY: demo test lint setup
+.PHONY: demo test test-fast lint setup
 
 $(BIN)/n8nlock: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ test: setup lint
 	$(BIN)/pytest
 	N8NLOCK_TEST_N8N_VERSIONS=1.123.81 $(BIN)/pytest tests/e2e
 	N8NLOCK_TEST_TOPOLOGY=queue N8NLOCK_TEST_N8N_VERSIONS=2.41.1 $(BIN)/pytest tests/e2e -m queue_suite
+
+## test-fast: set up, then run lint, types and every test that needs no n8n (under a minute).
+## It leaves out the tests marked e2e (n8n) and slow (packaging, pre-commit, the model check);
+## `make test` runs those too.
+test-fast: setup lint
+	$(BIN)/pytest -m "not e2e and not slow"
 
 lint: setup
 	$(BIN)/ruff check n8n_lockkit tests bench

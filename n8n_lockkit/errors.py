@@ -1,7 +1,7 @@
 """Our error types: each carries a message, a hint and an exit code.
 
-Library modules raise these; `cli.py` turns them into output in exactly one place. Anything
-else that escapes is a bug and keeps its traceback.
+Library modules raise these; `cli/app.py` (LockkitGroup) turns them into output in exactly
+one place. Anything else that escapes is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

@@ -12,6 +12,14 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test that starts a redis-server (through redis_bed's `redis_url`); tests/e2e's
+    conftest marks the ones that start n8n."""
+    for item in items:
+        if "redis_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.redis)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-goldens", action="store_true", help="rewrite golden files instead of comparing"

@@ -1,4 +1,8 @@
-"""The click group, its shared options, and the one place errors become output.
+"""The click group, the commands it registers, and the one place errors become output.
+
+The command modules define their commands and never import this module: it imports them
+and registers each command below (a new command is one more name in COMMANDS). What the
+commands share (the app context and their common options) is in `common_options`.
 
 Start-up time matters (shell completion runs the program on every Tab): the command modules
 import only click and light modules at the top, and the library modules a command needs
@@ -7,22 +11,42 @@ inside the command's function.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 
-from n8n_lockkit import __version__
-from n8n_lockkit.cli import completion, output
+from n8n_lockkit import DISTRIBUTION
+from n8n_lockkit.cli.check_commands import rules_command, validate_command
+from n8n_lockkit.cli.common_options import AppContext
+from n8n_lockkit.cli.ops_commands import locks_command, reap_command, release_command, stats_command
+from n8n_lockkit.cli.output import show_error
+from n8n_lockkit.cli.remote_commands import push_command, redis_credential
+from n8n_lockkit.cli.sync_commands import diff_command, pull_command
+from n8n_lockkit.cli.upgrade_commands import upgrade
+from n8n_lockkit.cli.workspace_commands import copy_primitive, create_lock, init
+from n8n_lockkit.cli.wrap_commands import add_lock_to_workflow, add_rate_limit, unwrap_workflow
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.workspace.layout import Workspace
 
-if TYPE_CHECKING:
-    from n8n_lockkit.workspace.plan import Plan
-
-F = TypeVar("F", bound=Callable[..., Any])
+COMMANDS = (
+    init,
+    create_lock,
+    copy_primitive,
+    add_lock_to_workflow,
+    add_rate_limit,
+    unwrap_workflow,
+    validate_command,
+    rules_command,
+    push_command,
+    redis_credential,
+    pull_command,
+    diff_command,
+    upgrade,
+    locks_command,
+    release_command,
+    reap_command,
+    stats_command,
+)
 
 
 class LockkitGroup(click.Group):
@@ -32,79 +56,13 @@ class LockkitGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LockkitError as error:
-            output.show_error(error)
+            show_error(error)
             ctx.exit(int(error.exit_code))
 
 
-@dataclass
-class AppContext:
-    workspace_option: Path | None
-
-    def workspace(self) -> Workspace:
-        if self.workspace_option is not None:
-            return Workspace.at(self.workspace_option)
-        return Workspace.find(Path.cwd())
-
-
-pass_app = click.make_pass_decorator(AppContext)
-
-
-def env_option(f: F) -> F:
-    return click.option(
-        "--env",
-        "envs",
-        multiple=True,
-        metavar="NAME",
-        help="Env to register in (repeatable). Optional when the workspace has exactly one.",
-        shell_complete=completion.env_names,
-    )(f)
-
-
-def dry_run_option(f: F) -> F:
-    return click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")(f)
-
-
-def format_option(f: F) -> F:
-    return click.option(
-        "-o",
-        "--output",
-        "fmt",
-        type=click.Choice(["text", "json"]),
-        default="text",
-        show_default=True,
-        help="text for people, json for CI (on stdout).",
-    )(f)
-
-
-def force_option(f: F) -> F:
-    return click.option(
-        "--force-overwrite",
-        is_flag=True,
-        help="Replace primitive files that differ from what n8nlock ships.",
-    )(f)
-
-
-def poll_option(f: F) -> F:
-    return click.option(
-        "--poll-interval-seconds",
-        type=click.FloatRange(0.1, 60),
-        default=1.0,
-        show_default=True,
-        help="Kept for scripts written for engine v1; it changes nothing: waiters sleep until "
-        "their expected turn, then look every 20 ms.",
-    )(f)
-
-
-def apply_plan(workspace: Workspace, change_plan: Plan, *, dry_run: bool, fmt: str) -> None:
-    from n8n_lockkit.workspace import plan
-
-    output.show_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
-    if not dry_run:
-        plan.apply(change_plan, workspace.root)
-
-
 @click.group(cls=LockkitGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="n8nlock")
+# The version of pyproject.toml, read from the package's metadata only when --version asks.
+@click.version_option(package_name=DISTRIBUTION, prog_name="n8nlock")
 @click.option(
     "-w",
     "--workspace",
@@ -126,14 +84,5 @@ def main(ctx: click.Context, workspace: Path | None) -> None:
     ctx.obj = AppContext(workspace)
 
 
-# The commands: each module adds its own to `main` as it is imported; they import `main` from
-# here, hence the import at the end. A new module of commands is one more name in this list.
-from n8n_lockkit.cli import (  # noqa: E402, F401
-    check_commands,
-    ops_commands,
-    remote_commands,
-    sync_commands,
-    upgrade_commands,
-    workspace_commands,
-    wrap_commands,
-)
+for command in COMMANDS:
+    main.add_command(command)

@@ -7,25 +7,14 @@ from pathlib import Path
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import (
-    AppContext,
-    format_option,
-    main,
-    pass_app,
-)
+from n8n_lockkit.cli.common_options import AppContext, env_option, output_option, pass_app
+from n8n_lockkit.cli.output import show_lines, show_report, warn
 from n8n_lockkit.errors import ExitCode
 
 
-@main.command("validate")
+@click.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--env",
-    "env_name",
-    metavar="NAME",
-    help="Also check that every {{@:env:…}} placeholder resolves in this env.",
-    shell_complete=completion.env_names,
-)
+@env_option("Also check that every {{@:env:…}} placeholder resolves in this env", default="")
 @click.option(
     "--select",
     multiple=True,
@@ -43,7 +32,7 @@ from n8n_lockkit.errors import ExitCode
     default=None,
     help="Exit 1 on warnings too (default: only on errors, or the workspace's strict).",
 )
-@format_option
+@output_option()
 @pass_app
 def validate_command(
     app: AppContext,
@@ -82,13 +71,13 @@ def validate_command(
         env = envconfig.load_env(workspace, env_name).data
     report = validate.validate_files(workspace, [p.absolute() for p in paths], env, settings)
     for note in loaded.notes:
-        output.warn(note)
-    output.show_report(report, fmt)
+        warn(note)
+    show_report(report, fmt)
     if not report.ok:
         raise SystemExit(int(ExitCode.FINDINGS))
 
 
-@main.command("rules")
+@click.command("rules")
 def rules_command() -> None:
     """List the rules `n8nlock validate` applies, with their severity.
 
@@ -98,4 +87,4 @@ def rules_command() -> None:
     """
     from n8n_lockkit.check.rules import RULES
 
-    output.show_lines(f"{rule.id:<30} {rule.severity.value:<8} {rule.summary}" for rule in RULES)
+    show_lines(f"{rule.id:<30} {rule.severity.value:<8} {rule.summary}" for rule in RULES)

@@ -16,11 +16,9 @@ from n8n_lockkit.workspace.layout import WORKFLOW_SUFFIX, Workspace, workflow_ke
 
 
 def _workspace(ctx: click.Context) -> Workspace | None:
-    from n8n_lockkit.cli.app import AppContext
-
     option = ctx.find_root().params.get("workspace")
     try:
-        return AppContext(Path(option) if option else None).workspace()
+        return Workspace.chosen(Path(option) if option else None)
     except LockkitError:
         return None
 

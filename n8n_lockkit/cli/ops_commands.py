@@ -2,65 +2,40 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import AppContext, F, dry_run_option, main, pass_app
-from n8n_lockkit.cli.remote_commands import URL_VARIABLE, one_env
+from n8n_lockkit.cli.common_options import (
+    AppContext,
+    F,
+    dry_run_option,
+    env_option,
+    one_env,
+    output_option,
+    pass_app,
+    redis_url_option,
+    scope_filter_option,
+)
+from n8n_lockkit.cli.output import echo_json, progress, show_lines, warn
 
 if TYPE_CHECKING:
-    from n8n_lockkit.ops.store import LockStore, Scan
+    from n8n_lockkit.ops.snapshot import Scan
+    from n8n_lockkit.ops.store import LockStore
     from n8n_lockkit.workspace.envconfig import EnvFile
 
 
 def redis_options(f: F) -> F:
-    f = click.option(
-        "--redis-url",
-        metavar="URL",
-        envvar=URL_VARIABLE,
-        show_envvar=True,
-        help="Reach Redis here instead of at the env file's redis: record (the CLI may reach "
-        "it under another name than n8n does), e.g. redis://:password@host:6379/0.",
+    """Which env's Redis and n8n the operator commands use, and where to reach that Redis."""
+    f = redis_url_option(
+        "Reach Redis here instead of at the env file's redis: record (the CLI may reach it "
+        "under another name than n8n does), e.g. redis://:password@host:6379/0."
     )(f)
-    return click.option(
-        "--env",
-        "env_name",
-        metavar="NAME",
-        help="Env whose Redis and n8n to use. Optional when the workspace has exactly one.",
-        shell_complete=completion.env_names,
-    )(f)
-
-
-def scope_option(f: F) -> F:
-    return click.option(
-        "--scope",
-        metavar="GLOB",
-        help="Only scopes matching this glob (* ? [abc]). Default: every scope.",
-    )(f)
-
-
-def output_option(*formats: str) -> Callable[[F], F]:
-    help_text = {
-        "text": "text for people",
-        "json": "json for scripts",
-        "prometheus": "prometheus for a textfile collector",
-    }
-    return click.option(
-        "-o",
-        "--output",
-        "fmt",
-        type=click.Choice(formats),
-        default="text",
-        show_default=True,
-        help=", ".join(help_text[f] for f in formats) + " (on stdout).",
-    )
+    return env_option("Env whose Redis and n8n to use")(f)
 
 
 @contextmanager
@@ -74,17 +49,13 @@ def lock_store(env: EnvFile, redis_url: str | None) -> Iterator[LockStore]:
 
 def warn_foreign(scan: Scan) -> None:
     for key in scan.foreign:
-        output.warn(f"{key.key} is {key.kind}; n8nlock did not write it and leaves it alone")
+        warn(f"{key.key} is {key.kind}; n8nlock did not write it and leaves it alone")
 
 
-def echo_json(document: object) -> None:
-    click.echo(json.dumps(document, indent=2))
-
-
-@main.command("locks")
+@click.command("locks")
 @redis_options
-@scope_option
-@output_option("text", "json")
+@scope_filter_option
+@output_option()
 @pass_app
 def locks_command(
     app: AppContext, env_name: str | None, redis_url: str | None, scope: str | None, fmt: str
@@ -110,13 +81,13 @@ def locks_command(
         scan = locks.checked_scan(store, scope)
     warn_foreign(scan)
     if scan.v1_held:
-        output.warn(locks.v1_warning(scan.v1_held))
+        warn(locks.v1_warning(scan.v1_held))
     n8n_url = str(env.data["n8n"]["url"])
     if fmt == "json":
         echo_json(locks.locks_document(scan, n8n_url))
         return
     held = locks.held_lanes(scan)
-    output.show_lines(report.locks_lines(scan, n8n_url))
+    show_lines(report.locks_lines(scan, n8n_url))
     if held:
         click.echo(f"{len(held)} lock(s) held. {report.WAITING_NOTE}.", err=True)
     else:
@@ -131,7 +102,7 @@ def pause(seconds: float) -> None:
     time.sleep(seconds)
 
 
-@main.command("release")
+@click.command("release")
 @click.argument("scope")
 @click.option("--force", is_flag=True, help="Required: free the lock whoever holds it.")
 @click.option("--yes", is_flag=True, help="Do not ask before freeing it (for scripts).")
@@ -172,7 +143,7 @@ def release_command(
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
         shown = release.inspect(store, scope, lane)
-        output.show_lines(report.release_lines(shown, str(env.data["n8n"]["url"])))
+        show_lines(report.release_lines(shown, str(env.data["n8n"]["url"])))
         if not yes:
             if not stdin_is_terminal():
                 release.refuse_unconfirmed()
@@ -181,14 +152,14 @@ def release_command(
                 return
         released = release.force_release(store, shown)
     if released.done:
-        output.progress("release", shown.key)
+        progress("release", shown.key)
     else:
         click.echo(f"{released.why_not}: nothing was changed", err=True)
 
 
-@main.command("reap")
+@click.command("reap")
 @redis_options
-@scope_option
+@scope_filter_option
 @dry_run_option
 @click.option(
     "--grace",
@@ -205,7 +176,7 @@ def release_command(
     is_flag=True,
     help="Also delete the ticket and lane counters of scopes nobody holds or waits for.",
 )
-@output_option("text", "json")
+@output_option()
 @pass_app
 def reap_command(
     app: AppContext,
@@ -271,16 +242,16 @@ def reap_command(
             }
         )
         return
-    output.show_lines(report.reap_lines(decisions))
+    show_lines(report.reap_lines(decisions))
     summary = f"{freed} lock(s) freed, {sum(d.action == 'kept' for d in decisions)} kept"
     if idle:
         summary += f", {forgot} idle scope(s) forgotten"
     click.echo(f"dry run, nothing changed: {summary}" if dry_run else summary, err=True)
 
 
-@main.command("stats")
+@click.command("stats")
 @redis_options
-@scope_option
+@scope_filter_option
 @click.option(
     "--hours",
     type=click.IntRange(1, 192),
@@ -322,6 +293,6 @@ def stats_command(
     elif fmt == "json":
         echo_json({"hours": hours, "scopes": [entry.as_dict() for entry in found]})
     elif found:
-        output.show_lines(report.stats_lines(found))
+        show_lines(report.stats_lines(found))
     else:
         click.echo(f"no lock activity counted in the last {hours} h", err=True)

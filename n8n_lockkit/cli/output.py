@@ -17,6 +17,7 @@ from n8n_lockkit.workspace.plan import Action, FileChange, Plan
 if TYPE_CHECKING:
     # Only their types: the modules pull in jsonschema and requests.
     from n8n_lockkit.check.validate import Report
+    from n8n_lockkit.remote.credentials import RedisPlan
     from n8n_lockkit.remote.push import PushResult
 
 _VERB_COLOURS = {
@@ -34,6 +35,11 @@ def show_error(error: LockkitError) -> None:
         click.echo(f"Hint: {error.hint}", err=True)
 
 
+def echo_json(document: object) -> None:
+    """One JSON document on stdout (what -o json prints)."""
+    click.echo(json.dumps(document, indent=2))
+
+
 def warn(message: str) -> None:
     click.secho("Warning: ", fg="yellow", nl=False, err=True)
     click.echo(message, err=True)
@@ -47,7 +53,7 @@ def _verb(change: FileChange) -> str:
 def show_plan(workspace: Workspace, plan: Plan, *, dry_run: bool, fmt: str) -> None:
     """Copier-style verbs on stderr (or one JSON document on stdout) and the plan's warnings."""
     if fmt == "json":
-        click.echo(json.dumps(plan_as_dict(workspace, plan, dry_run=dry_run), indent=2))
+        echo_json(plan_as_dict(workspace, plan, dry_run=dry_run))
     else:
         for change in plan.changes:
             click.echo(f"{_verb(change)}  {workspace.relative(change.path)}", err=True)
@@ -87,7 +93,7 @@ def show_report(report: Report, fmt: str) -> None:
             "files": list(report.files),
             "findings": [f.as_dict() for f in report.findings],
         }
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         return
     for finding in report.findings:
         location = click.style(f"{finding.path}::{finding.location}", fg="yellow")
@@ -125,7 +131,7 @@ def show_push(result: PushResult, *, dry_run: bool, fmt: str) -> None:
             }
             for o in result.outcomes
         ]
-        click.echo(json.dumps({"dry_run": dry_run, "workflows": workflows}, indent=2))
+        echo_json({"dry_run": dry_run, "workflows": workflows})
         return
     # A failed workflow counts as failed, a dependency that was only published as published.
     counts = Counter(o.action for o in result.outcomes if o.status == "ok" and o.action != "none")
@@ -136,6 +142,44 @@ def show_push(result: PushResult, *, dry_run: bool, fmt: str) -> None:
             parts.append(f"{count} {status}")
     prefix = "dry run, nothing sent: " if dry_run else ""
     click.echo(f"{prefix}{len(result.outcomes)} workflow(s): {', '.join(parts)}", err=True)
+
+
+_ADDRESS_MISSING = (
+    "where Redis is was not recorded, so `n8nlock locks`, `release`, `reap` and `stats` cannot "
+    "reach it: run this again with --host H [--port P] [--database N] [--ssl] "
+    "[--password-env VAR], or give those commands --redis-url"
+)
+
+
+def show_credential(planned: RedisPlan, env_path: str, *, dry_run: bool, fmt: str) -> None:
+    """redis-credential's verbs on stderr (or one JSON document on stdout), and its warning."""
+    settings = planned.settings
+    warnings = [_ADDRESS_MISSING] if planned.address == "missing" else []
+    if fmt == "json":
+        credential = {"action": planned.action, "id": planned.credential_id or None}
+        echo_json(
+            {
+                "dry_run": dry_run,
+                "path": env_path,
+                "changed": planned.changed,
+                "credential": {**credential, "name": planned.name},
+                "address": {
+                    "action": planned.address,
+                    "redis": settings.as_record() if settings.host else None,
+                },
+                "warnings": warnings,
+            }
+        )
+    else:
+        credential_id = planned.credential_id or "(the id n8n gives it)"
+        progress(planned.action, f"credentials.redis = {credential_id} in {env_path}")
+        if planned.address == "record":
+            where = f"{settings.host}:{settings.port}/{settings.database}"
+            progress("record", f"redis = {where} in {env_path}")
+    for message in warnings:
+        warn(message)
+    if fmt != "json" and dry_run:
+        click.echo("dry run: nothing was sent or written", err=True)
 
 
 def show_lines(lines: Iterable[str]) -> None:

@@ -7,28 +7,21 @@ from typing import TYPE_CHECKING
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import (
+from n8n_lockkit.cli.common_options import (
     AppContext,
     dry_run_option,
-    format_option,
-    main,
+    env_option,
+    one_env,
+    output_option,
     pass_app,
+    redis_url_option,
 )
+from n8n_lockkit.cli.completion import workflow_keys
+from n8n_lockkit.cli.output import progress, show_credential, show_push
 from n8n_lockkit.workspace.layout import Workspace
-
-# ops.redis_access.URL_VARIABLE, spelled out so that --help need not import redis (a test
-# keeps the two equal).
-URL_VARIABLE = "N8NLOCK_REDIS_URL"
 
 if TYPE_CHECKING:
     from n8n_lockkit.workspace.envconfig import EnvFile
-
-
-def one_env(workspace: Workspace, env_name: str | None) -> EnvFile:
-    from n8n_lockkit.workspace import envconfig
-
-    return envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
 
 
 def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
@@ -40,15 +33,9 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     return save
 
 
-@main.command("push")
-@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=completion.workflow_keys)
-@click.option(
-    "--env",
-    "env_name",
-    metavar="NAME",
-    help="Env to push to. Optional when the workspace has exactly one.",
-    shell_complete=completion.env_names,
-)
+@click.command("push")
+@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=workflow_keys)
+@env_option("Env to push to")
 @click.option(
     "--activate/--no-activate",
     default=False,
@@ -66,13 +53,9 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     is_flag=True,
     help="Stop at the first workflow n8n refuses (default: push the others).",
 )
-@click.option(
-    "--redis-url",
-    metavar="URL",
-    envvar=URL_VARIABLE,
-    show_envvar=True,
-    help="Where to check that no caller of the lock format before engine v2 still waits "
-    "(README: Upgrading), instead of the env file's redis: record.",
+@redis_url_option(
+    "Where to check that no caller of the lock format before engine v2 still waits "
+    "(README: Upgrading), instead of the env file's redis: record."
 )
 @click.option(
     "--no-drain-check",
@@ -82,7 +65,7 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     "executions are gone, e.g. n8n was restarted).",
 )
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def push_command(
     app: AppContext,
@@ -135,25 +118,19 @@ def push_command(
         dry_run=dry_run,
         recreate_missing=recreate_missing,
         fail_fast=fail_fast,
-        progress=output.progress,
+        progress=progress,
         save_env=_saver(workspace, env),
     )
     try:
         result = pusher.run(keys)
     finally:
         client.close()
-    output.show_push(result, dry_run=dry_run, fmt=fmt)
+    show_push(result, dry_run=dry_run, fmt=fmt)
     push.raise_for_failures(result)
 
 
-@main.command("redis-credential")
-@click.option(
-    "--env",
-    "env_name",
-    metavar="NAME",
-    help="Env to record the credential in. Optional with exactly one env.",
-    shell_complete=completion.env_names,
-)
+@click.command("redis-credential")
+@env_option("Env to record the credential in")
 @click.option(
     "--host",
     help="Redis host as n8n reaches it (required unless --link; with --link, it records "
@@ -190,6 +167,8 @@ def push_command(
     help="Record an existing credential id instead of creating one.",
 )
 @click.option("--replace", is_flag=True, help="Create a new one even if the env has an id.")
+@dry_run_option
+@output_option()
 @pass_app
 def redis_credential(
     app: AppContext,
@@ -203,6 +182,8 @@ def redis_credential(
     display_name: str,
     link_id: str | None,
     replace: bool,
+    dry_run: bool,
+    fmt: str,
 ) -> None:
     """Create (or link) the Redis credential the primitives use.
 
@@ -210,7 +191,8 @@ def redis_credential(
     are recorded under credentials.redis in the env file. The address (host, port,
     database, TLS, user and the name of the password variable, never the password) is
     recorded under redis: for `n8nlock locks`, `release`, `reap` and `stats`. With --link,
-    pass the same --host/--port/... options to record it too.
+    pass the same --host/--port/... options to record it too. Running it again changes
+    nothing; --dry-run decides the same way and sends and writes nothing.
 
     \b
     Example:
@@ -218,6 +200,7 @@ def redis_credential(
         n8nlock redis-credential --env dev --host redis.internal --password-env REDIS_PASSWORD
         n8nlock redis-credential --env prod --link 7fQx2AbCdEf --name "Redis prod" \\
             --host redis.prod --password-env REDIS_PASSWORD
+        n8nlock redis-credential --env prod --host redis.prod --dry-run -o json
     """
     from n8n_lockkit.remote import connection, credentials
 
@@ -226,26 +209,10 @@ def redis_credential(
     workspace = app.workspace()
     env = one_env(workspace, env_name)
     settings = credentials.RedisSettings(host or "", port, database, user, password_env, ssl)
-    outcome = credentials.ensure_redis(
-        env,
-        display_name,
-        settings,
-        link_id=link_id,
-        replace=replace,
-        connect=connection.client_for,
-    )
-    if outcome.changed:
-        _saver(workspace, env)()
-    output.progress(
-        outcome.action, f"credentials.redis = {outcome.credential_id} in envs/{env.name}.yml"
-    )
-    if outcome.address == "record":
-        output.progress(
-            "record", f"redis = {settings.host}:{port}/{database} in envs/{env.name}.yml"
-        )
-    elif outcome.address == "missing":
-        output.warn(
-            "where Redis is was not recorded, so `n8nlock locks`, `release`, `reap` and `stats` "
-            "cannot reach it: run this again with --host H [--port P] [--database N] [--ssl] "
-            "[--password-env VAR], or give those commands --redis-url"
-        )
+    planned = credentials.plan_redis(env, display_name, settings, link_id=link_id, replace=replace)
+    if not dry_run:
+        planned = credentials.apply_redis(env, planned, connect=connection.client_for)
+        if planned.changed:
+            _saver(workspace, env)()
+    # Shown once applied: the id of a created credential is n8n's answer.
+    show_credential(planned, f"envs/{env.name}.yml", dry_run=dry_run, fmt=fmt)

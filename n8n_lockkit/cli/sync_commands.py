@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import AppContext, F, dry_run_option, format_option, main, pass_app
+from n8n_lockkit.cli.common_options import (
+    AppContext,
+    dry_run_option,
+    env_option,
+    one_env,
+    output_option,
+    pass_app,
+)
+from n8n_lockkit.cli.completion import workflow_keys
+from n8n_lockkit.cli.output import echo_json, plan_as_dict, progress, warn
 from n8n_lockkit.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -19,21 +26,9 @@ if TYPE_CHECKING:
     from n8n_lockkit.workspace.layout import Workspace
 
 
-def _env_option(action: str) -> Callable[[F], F]:
-    return click.option(
-        "--env",
-        "env_name",
-        metavar="NAME",
-        help=f"Env to {action}. Optional when the workspace has exactly one.",
-        shell_complete=completion.env_names,
-    )
-
-
-@main.command("pull")
-@click.argument(
-    "selectors", nargs=-1, metavar="[ID|NAME|KEY]...", shell_complete=completion.workflow_keys
-)
-@_env_option("pull from")
+@click.command("pull")
+@click.argument("selectors", nargs=-1, metavar="[ID|NAME|KEY]...", shell_complete=workflow_keys)
+@env_option("Env to pull from")
 @click.option("--all", "pull_all", is_flag=True, help="Pull every workflow on the instance.")
 @click.option(
     "--key",
@@ -52,7 +47,7 @@ def _env_option(action: str) -> Callable[[F], F]:
     "credentials.<type>.",
 )
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def pull_command(
     app: AppContext,
@@ -86,10 +81,10 @@ def pull_command(
         n8nlock pull --env prod --record-credentials
     """
     from n8n_lockkit.remote import connection, pull
-    from n8n_lockkit.workspace import envconfig, plan
+    from n8n_lockkit.workspace import plan
 
     workspace = app.workspace()
-    env = envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
+    env = one_env(workspace, env_name)
     request = pull.Request(tuple(selectors), pull_all, key, force, record_credentials)
     client = connection.client_for(env)
     try:
@@ -123,37 +118,37 @@ def _show_pull(
                 {"name": name, "type": c.kind, "id": c.credential_id, "credential": c.name}
                 for name, c in result.credentials
             ],
-            "changes": output.plan_as_dict(workspace, result.plan, dry_run=dry_run)["changes"],
+            "changes": plan_as_dict(workspace, result.plan, dry_run=dry_run)["changes"],
             "warnings": result.warnings,
         }
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         return
     for pulled in result.workflows:
         where = f"{workspace.relative(pulled.path)} ({pulled.workflow_id}, {pulled.name!r})"
-        output.progress(pulled.action, where)
+        progress(pulled.action, where)
         if pulled.forced:
-            output.warn(f"{workspace.relative(pulled.path)}: local changes replaced (--force)")
+            warn(f"{workspace.relative(pulled.path)}: local changes replaced (--force)")
     for name, credential in result.credentials:
-        output.progress(
+        progress(
             "record",
             f"credentials.{name} = {credential.credential_id} ({credential.name!r}) in "
             f"envs/{env}.yml",
         )
     for message in result.warnings:
-        output.warn(message)
+        warn(message)
     env_change = next(c for c in result.plan.changes if c.path.parent.name == "envs")
     if env_change.writes:
-        output.progress("update", workspace.relative(env_change.path))
+        progress("update", workspace.relative(env_change.path))
     counts = Counter(p.action for p in result.workflows)
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to pull"
     prefix = "dry run, nothing written: " if dry_run else ""
     click.echo(f"{prefix}{len(result.workflows)} workflow(s): {summary}", err=True)
 
 
-@main.command("diff")
-@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=completion.workflow_keys)
-@_env_option("compare with")
-@format_option
+@click.command("diff")
+@click.argument("keys", nargs=-1, metavar="[KEY]...", shell_complete=workflow_keys)
+@env_option("Env to compare with")
+@output_option()
 @pass_app
 def diff_command(app: AppContext, keys: Sequence[str], env_name: str | None, fmt: str) -> None:
     """Show what push would change on the env's n8n, node by node; send nothing.
@@ -169,10 +164,9 @@ def diff_command(app: AppContext, keys: Sequence[str], env_name: str | None, fmt
         n8nlock diff --env prod orders -o json
     """
     from n8n_lockkit.remote import connection, diff
-    from n8n_lockkit.workspace import envconfig
 
     workspace = app.workspace()
-    env = envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
+    env = one_env(workspace, env_name)
     client = connection.client_for(env)
     try:
         diffs = diff.diff_workspace(workspace, env, client, keys)
@@ -202,7 +196,7 @@ def _show_diff(env: str, diffs: Sequence[WorkflowDiff], fmt: str) -> None:
                 for d in diffs
             ],
         }
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         return
     for entry in diffs:
         status = click.style(entry.status, fg=_STATUS_COLOURS[entry.status])

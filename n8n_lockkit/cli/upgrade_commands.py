@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import (
+from n8n_lockkit.cli.common_options import (
     AppContext,
     dry_run_option,
+    env_option,
     force_option,
-    format_option,
-    main,
+    output_option,
     pass_app,
 )
+from n8n_lockkit.cli.output import echo_json, plan_as_dict, show_plan, warn
 
 
-@main.command("upgrade")
-@click.option(
-    "--env",
-    "envs",
-    multiple=True,
-    metavar="NAME",
-    help="Env file to update (repeatable). Default: every env of the workspace.",
-    shell_complete=completion.env_names,
-)
+@click.command("upgrade")
+@env_option("Env file to update", multiple=True, default="Default: every env of the workspace.")
 @force_option
 @click.option(
     "--inline",
@@ -35,7 +27,7 @@ from n8n_lockkit.cli.app import (
     "workflows themselves (the faster form; see the README's Performance section).",
 )
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def upgrade(
     app: AppContext,
@@ -69,14 +61,14 @@ def upgrade(
     selected = [envconfig.load_env(workspace, name) for name in names]
     result = plan_upgrade(workspace, selected, force_overwrite=force_overwrite, inline=inline)
     if fmt == "json":
-        document = output.plan_as_dict(workspace, result.plan, dry_run=dry_run)
+        document = plan_as_dict(workspace, result.plan, dry_run=dry_run)
         document["workflows"] = [item.as_dict() for item in result.items]
         document["push"] = result.to_push
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         for message in result.plan.messages:
-            output.warn(message)
+            warn(message)
     else:
-        output.show_plan(workspace, result.plan, dry_run=dry_run, fmt=fmt)
+        show_plan(workspace, result.plan, dry_run=dry_run, fmt=fmt)
         for item in result.items:
             found = "none" if item.found_format is None else f"format {item.found_format}"
             note = f" ({item.note})" if item.note else ""

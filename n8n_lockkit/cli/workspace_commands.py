@@ -7,31 +7,26 @@ from pathlib import Path
 
 import click
 
-from n8n_lockkit.cli import completion, output
-from n8n_lockkit.cli.app import (
+from n8n_lockkit.cli.common_options import (
     AppContext,
     apply_plan,
     dry_run_option,
     env_option,
     force_option,
-    format_option,
-    main,
+    output_option,
     pass_app,
     poll_option,
 )
+from n8n_lockkit.cli.completion import primitive_names
+from n8n_lockkit.cli.output import show_lines
 from n8n_lockkit.workspace import scaffold
 from n8n_lockkit.workspace.layout import Workspace
 
 
-@main.command()
+@click.command()
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
-@click.option(
-    "--env",
-    "envs",
-    multiple=True,
-    metavar="NAME",
-    help="Env file to create (repeatable).  [default: dev]",
-)
+# It names the env files it creates: there is nothing to complete.
+@env_option("Env file to create", multiple=True, default=" [default: dev]", complete=False)
 @click.option(
     "--url",
     default=scaffold.DEFAULT_URL,
@@ -39,7 +34,7 @@ from n8n_lockkit.workspace.layout import Workspace
     help="Base URL of the n8n instance the new env files point at.",
 )
 @dry_run_option
-@format_option
+@output_option()
 def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str) -> None:
     """Create a workspace: envs/<env>.yml and workflows/.
 
@@ -55,8 +50,8 @@ def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str
     )
 
 
-@main.command("create-lock")
-@env_option
+@click.command("create-lock")
+@env_option("Env to register in", multiple=True)
 @click.option(
     "--include-error-handler",
     is_flag=True,
@@ -71,7 +66,7 @@ def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str
 @force_option
 @poll_option
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def create_lock(
     app: AppContext,
@@ -115,13 +110,13 @@ def create_lock(
     apply_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
 
 
-@main.command("copy-primitive")
-@click.argument("name", required=False, shell_complete=completion.primitive_names)
+@click.command("copy-primitive")
+@click.argument("name", required=False, shell_complete=primitive_names)
 @click.option("--list", "list_only", is_flag=True, help="List the primitives and exit.")
 @force_option
 @poll_option
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def copy_primitive(
     app: AppContext,
@@ -144,7 +139,7 @@ def copy_primitive(
     from n8n_lockkit.primitives.render import RenderOptions
 
     if list_only or name is None:
-        output.show_lines(f"{p.key:<28} {p.summary}" for p in PRIMITIVES.values())
+        show_lines(f"{p.key:<28} {p.summary}" for p in PRIMITIVES.values())
         if name is None and not list_only:
             raise click.UsageError("name a primitive to copy (see the list above)")
         return

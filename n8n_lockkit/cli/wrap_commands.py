@@ -1,4 +1,4 @@
-"""Commands that rewrite workflows: add-lock-to-workflow, add-rate-limit."""
+"""Commands that rewrite workflows: add-lock-to-workflow, add-rate-limit, unwrap."""
 
 from __future__ import annotations
 
@@ -6,17 +6,16 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from n8n_lockkit.cli import completion
-from n8n_lockkit.cli.app import (
+from n8n_lockkit.cli.common_options import (
     AppContext,
     F,
     apply_plan,
     dry_run_option,
     env_option,
-    format_option,
-    main,
+    output_option,
     pass_app,
 )
+from n8n_lockkit.cli.completion import workflow_keys
 
 # rewrite.wrap.ON_DENIED and ALGORITHMS, spelled out so that --help need not import the
 # rewriter (a test keeps them equal).
@@ -30,11 +29,11 @@ def workflow_key_option(f: F) -> F:
         required=True,
         metavar="KEY",
         help="The workflow to change: workflows/KEY.template.json.",
-        shell_complete=completion.workflow_keys,
+        shell_complete=workflow_keys,
     )(f)
 
 
-def scope_option(what: str) -> Callable[[F], F]:
+def scope_expression_option(what: str) -> Callable[[F], F]:
     def decorate(f: F) -> F:
         return click.option(
             "--scope-expression",
@@ -58,9 +57,9 @@ def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
     )
 
 
-@main.command("add-lock-to-workflow")
+@click.command("add-lock-to-workflow")
 @workflow_key_option
-@scope_option("the lock is on; executions with the same scope run one at a time")
+@scope_expression_option("the lock is on; executions with the same scope run one at a time")
 @click.option(
     "--ttl-seconds",
     type=click.IntRange(1),
@@ -98,9 +97,9 @@ def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
     help="Call the lock_acquisition / lock_release primitives instead of putting the lock's "
     "nodes into the workflow (slower: two sub-workflow calls, about 65-90 ms each).",
 )
-@env_option
+@env_option("Env to register in", multiple=True)
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def add_lock_to_workflow(
     app: AppContext,
@@ -158,9 +157,9 @@ def add_lock_to_workflow(
     )
 
 
-@main.command("add-rate-limit")
+@click.command("add-rate-limit")
 @workflow_key_option
-@scope_option("is counted; each scope has its own budget")
+@scope_expression_option("is counted; each scope has its own budget")
 @click.option(
     "--limit",
     type=click.IntRange(1),
@@ -196,7 +195,7 @@ def add_lock_to_workflow(
     help="Units one execution spends: a number, or an expression (={{ $input.all().length }}).",
 )
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def add_rate_limit(
     app: AppContext,
@@ -247,7 +246,7 @@ def add_rate_limit(
     )
 
 
-@main.command("unwrap")
+@click.command("unwrap")
 @workflow_key_option
 @click.option(
     "--only",
@@ -257,7 +256,7 @@ def add_rate_limit(
     "stays). Default: both.",
 )
 @dry_run_option
-@format_option
+@output_option()
 @pass_app
 def unwrap_workflow(
     app: AppContext, workflow_key: str, only: str | None, dry_run: bool, fmt: str

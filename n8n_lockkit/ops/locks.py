@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.ops.store import ForeignKey, Lane, LockStore, Scan, ScopeState
+from n8n_lockkit.ops.snapshot import ForeignKey, Lane, Scan, ScopeState
+from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import keys
 
 

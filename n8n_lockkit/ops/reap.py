@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from n8n_lockkit.ops.store import Lane, LockStore, ScopeState, describe_copy
+from n8n_lockkit.ops.snapshot import Lane, ScopeState, describe_copy
+from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.remote.n8n_client import N8nNotFound
 
@@ -82,7 +83,7 @@ def orphan_reason(lane: Lane) -> str | None:
 
 def idle_reason(state: ScopeState, quiet_seconds: float) -> str | None:
     """Why `state` is not idle, or None when it is: the condition of the forget script in
-    store.py, on the snapshot (a dry run shows it; the script decides again atomically, and
+    scripts.py, on the snapshot (a dry run shows it; the script decides again atomically, and
     also reads the records of the tickets the lanes' copies name)."""
     if state.ticket is None:
         return "no ticket"

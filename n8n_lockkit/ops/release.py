@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from n8n_lockkit.errors import ExitCode, LockkitError
-from n8n_lockkit.ops.store import ForeignKey, Lane, LockStore
+from n8n_lockkit.ops.snapshot import ForeignKey, Lane
+from n8n_lockkit.ops.store import LockStore
 
 FORCE_RELEASED = "force_released"
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from n8n_lockkit.ops.locks import execution_url
 from n8n_lockkit.ops.reap import Decision
+from n8n_lockkit.ops.snapshot import Lane, Scan, describe_copy
 from n8n_lockkit.ops.stats import QUANTILES, ScopeStats
-from n8n_lockkit.ops.store import Lane, Scan, describe_copy
 from n8n_lockkit.primitives.keys import SKIP_GRACE_SECONDS, WAIT_BUCKETS
 
 NOT_TRACKED = "-"
@@ -119,7 +119,7 @@ def release_lines(lane: Lane, n8n_url: str) -> list[str]:
 
 
 def _copy_release(lane: Lane) -> str:
-    """What a release of a format-3 holder does to its lane's copy (store._RELEASE_IF_HOLDER:
+    """What a release of a format-3 holder does to its lane's copy (scripts.RELEASE_IF_HOLDER:
     it marks the copy when it names the holder, or is absent)."""
     if lane.holder is None:
         return ""

@@ -1,1 +1,1 @@
-"""Talking to an n8n instance: the REST client, credentials and push."""
+"""Talking to an n8n instance: the REST client, credentials, push, pull and diff."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -102,11 +103,15 @@ def create_redis(client: N8nClient, name: str, settings: RedisSettings) -> str:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RedisPlan:
+    """What redis-credential does: create, link or keep the credential; record where Redis is."""
+
     action: str  # create | link | identical
-    credential_id: str
-    # The `redis:` address record: "record" when written now, "identical" when it already
-    # said this, "missing" when nothing says where Redis is (a --link without --host).
+    credential_id: str  # "" for a credential still to create
+    name: str
+    settings: RedisSettings
+    # The `redis:` address record: "record" when it changes, "identical" when the env file
+    # already says this, "missing" when nothing says where Redis is (a --link without --host).
     address: str = "identical"
 
     @property
@@ -114,37 +119,46 @@ class Outcome:
         return self.action != "identical" or self.address == "record"
 
 
-def ensure_redis(
-    env: EnvFile,
-    name: str,
-    settings: RedisSettings,
-    *,
-    link_id: str | None,
-    replace: bool,
-    connect: Callable[[EnvFile], N8nClient],
-) -> Outcome:
-    """Record a linked id, keep a recorded one, or create the credential on n8n.
+def plan_redis(
+    env: EnvFile, name: str, settings: RedisSettings, *, link_id: str | None, replace: bool
+) -> RedisPlan:
+    """Link the given id, keep the recorded one, or create one; sends and writes nothing.
 
     With a host, the address is recorded under `redis:` too, for the operator commands.
     """
-    current = env.credential(REDIS).get("id")
-    address = _record_address(env, settings)
+    current = env.credential(REDIS)
+    address = _address_action(env, settings)
     if link_id:
-        action, credential_id = "link", link_id
-    elif current and not replace:
-        return Outcome("identical", str(current), address)
-    else:
-        settings.password()  # a missing variable stops us before anything is sent
+        same = current.get("id") == link_id and current.get("name") == name
+        return RedisPlan("identical" if same else "link", link_id, name, settings, address)
+    if current.get("id") and not replace:
+        recorded = str(current.get("name") or name)
+        return RedisPlan("identical", str(current["id"]), recorded, settings, address)
+    settings.password()  # a missing variable stops us before anything is sent
+    return RedisPlan("create", "", name, settings, address)
+
+
+def apply_redis(
+    env: EnvFile, planned: RedisPlan, *, connect: Callable[[EnvFile], N8nClient]
+) -> RedisPlan:
+    """Create the credential on n8n when planned, and record it and the address in `env`'s
+    document (the caller saves the file). Returns the plan with the id n8n gave."""
+    credential_id = planned.credential_id
+    if planned.action == "create":
         client = connect(env)
         try:
-            action, credential_id = "create", create_redis(client, name, settings)
+            credential_id = create_redis(client, planned.name, planned.settings)
         finally:
             client.close()
-    env.record_credential(REDIS, credential_id, name)
-    return Outcome(action, credential_id, address)
+    if planned.action != "identical":
+        env.record_credential(REDIS, credential_id, planned.name)
+    if planned.address == "record":
+        env.record_redis_address(planned.settings.as_record())
+    return dataclasses.replace(planned, credential_id=credential_id)
 
 
-def _record_address(env: EnvFile, settings: RedisSettings) -> str:
+def _address_action(env: EnvFile, settings: RedisSettings) -> str:
+    recorded = env.redis_address()
     if not settings.host:
-        return "identical" if env.redis_address() else "missing"
-    return "record" if env.record_redis_address(settings.as_record()) else "identical"
+        return "identical" if recorded else "missing"
+    return "identical" if recorded == settings.as_record() else "record"

@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.layout import STATE_DIR, Workspace
 from n8n_lockkit.workspace.plan import FileChange, read_text_or_none
 
-STATE_PATH = Path(".n8nlock") / "synced.json"
+STATE_PATH = Path(STATE_DIR) / "synced.json"
 STATE_FORMAT = 1
 
 

@@ -1,4 +1,5 @@
 """The workspace.
 
-Its folders, env files (YAML kept as written), placeholders and atomic file plans.
+Its folders, env files (YAML kept as written), placeholders, atomic file plans, and what
+`n8nlock init` writes.
 """

@@ -11,6 +11,8 @@ from n8n_lockkit.errors import LockkitError, WorkspaceNotFound
 ENVS_DIR = "envs"
 WORKFLOWS_DIR = "workflows"
 WORKFLOW_SUFFIX = ".template.json"
+# This checkout's own records (what was last pushed and pulled): never committed.
+STATE_DIR = ".n8nlock"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 _HOW_TO_MAKE_ONE = "run `n8nlock init` to create one here, or pass --workspace PATH"
@@ -53,6 +55,11 @@ class Workspace:
                 hint=_HOW_TO_MAKE_ONE,
             )
         return cls(root.resolve())
+
+    @classmethod
+    def chosen(cls, option: Path | None) -> Workspace:
+        """The workspace --workspace names, else the nearest one above the current folder."""
+        return cls.find(Path.cwd()) if option is None else cls.at(option)
 
     @property
     def envs_dir(self) -> Path:

@@ -273,6 +273,7 @@ def test_a_wrong_password_is_one_error_with_exit_4(
         redis_client.acl_deluser("ops")
 
 
+@pytest.mark.slow  # the client retries the unreachable address for seconds
 def test_the_url_variable_overrides_the_env_record(
     ws: Path, invoke: Invoke, redis_url: str, redis_client: redis.Redis,
     monkeypatch: pytest.MonkeyPatch,

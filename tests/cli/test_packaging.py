@@ -30,6 +30,7 @@ else:
 ROOT = Path(__file__).parent.parent.parent
 CORPUS = Path(__file__).parent.parent / "corpus"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+pytestmark = pytest.mark.slow  # each builds or installs the package
 
 
 def run(

@@ -28,6 +28,7 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "tests@example.invalid",
 }
 PRE_COMMIT = (sys.executable, "-m", "pre_commit")
+pytestmark = pytest.mark.slow  # pre-commit installs the package into an environment of its own
 TryRepo = Callable[[Path], subprocess.CompletedProcess[str]]
 
 

@@ -37,10 +37,14 @@ PREVIOUS = "9cb0f7b"  # the engine before format 3 (one record per lane, skips b
 WORKERS = 2
 SCALE = int(os.environ.get("N8NLOCK_MODEL_SCHEDULES") or 0)
 
-pytestmark = pytest.mark.skipif(
-    NODE is None,
-    reason="node is not on PATH: the model explorer (tests/model/explore.mjs) runs under Node.js",
-)
+pytestmark = [
+    pytest.mark.slow,  # thousands of schedules, explored under Node.js
+    pytest.mark.skipif(
+        NODE is None,
+        reason="node is not on PATH: the model explorer (tests/model/explore.mjs) runs under "
+        "Node.js",
+    ),
+]
 
 Summary = dict[str, Any]
 

@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from n8n_lockkit.ops import locks, release
-from n8n_lockkit.ops.store import ForeignKey, LockStore, ScopeState
+from n8n_lockkit.ops.snapshot import ForeignKey, ScopeState
+from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import keys
 from tests.ops_bed import (
     FORMATS,

@@ -1,0 +1,138 @@
+"""What the commands share: the app context, the options several commands take, the plan step.
+
+A leaf of the command line: the command modules import it; it imports neither them nor the
+app (`cli/app.py` imports the command modules and registers them with the group). Each option
+is declared here once, so `--env`, `--scope`, `-o/--output` and `--redis-url` read the same in
+every command that takes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from n8n_lockkit.cli.completion import env_names
+from n8n_lockkit.cli.output import show_plan
+from n8n_lockkit.workspace.layout import Workspace
+
+if TYPE_CHECKING:
+    from n8n_lockkit.workspace.envconfig import EnvFile
+    from n8n_lockkit.workspace.plan import Plan
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# ops.redis_access.URL_VARIABLE, spelled out so that --help need not import redis (a test
+# keeps the two equal).
+URL_VARIABLE = "N8NLOCK_REDIS_URL"
+
+
+@dataclass
+class AppContext:
+    """What the group's options say, handed to every command (`pass_app`)."""
+
+    workspace_option: Path | None
+
+    def workspace(self) -> Workspace:
+        return Workspace.chosen(self.workspace_option)
+
+
+pass_app = click.make_pass_decorator(AppContext)
+
+
+def one_env(workspace: Workspace, env_name: str | None) -> EnvFile:
+    """The env `--env` names, or the workspace's only one."""
+    from n8n_lockkit.workspace import envconfig
+
+    return envconfig.select_envs(workspace, [env_name] if env_name else [])[0]
+
+
+ONLY_ENV = "Optional when the workspace has exactly one."
+
+
+def env_option(
+    what: str, *, multiple: bool = False, default: str = ONLY_ENV, complete: bool = True
+) -> Callable[[F], F]:
+    """`--env NAME`: the command's parameter is `envs` (a tuple) when repeatable, else
+    `env_name`. `what` says what the env is for; `default`, what happens without it."""
+    repeatable = " (repeatable)" if multiple else ""
+    return click.option(
+        "--env",
+        "envs" if multiple else "env_name",
+        multiple=multiple,
+        metavar="NAME",
+        help=" ".join(part for part in (f"{what}{repeatable}.", default) if part),
+        shell_complete=env_names if complete else None,
+    )
+
+
+def scope_filter_option(f: F) -> F:
+    """`--scope GLOB`: which scopes the operator commands look at."""
+    return click.option(
+        "--scope",
+        metavar="GLOB",
+        help="Only scopes matching this glob (* ? [abc]). Default: every scope.",
+    )(f)
+
+
+_FORMAT_HELP = {
+    "text": "text for people",
+    "json": "json for scripts and CI",
+    "prometheus": "prometheus for a textfile collector",
+}
+
+
+def output_option(*formats: str) -> Callable[[F], F]:
+    """`-o/--output` (the command's parameter `fmt`): text or json, or the formats given."""
+    formats = formats or ("text", "json")
+    return click.option(
+        "-o",
+        "--output",
+        "fmt",
+        type=click.Choice(formats),
+        default="text",
+        show_default=True,
+        help=", ".join(_FORMAT_HELP[name] for name in formats) + " (on stdout).",
+    )
+
+
+def redis_url_option(help_text: str) -> Callable[[F], F]:
+    """`--redis-url URL` (or N8NLOCK_REDIS_URL): where the CLI reaches Redis."""
+    return click.option(
+        "--redis-url", metavar="URL", envvar=URL_VARIABLE, show_envvar=True, help=help_text
+    )
+
+
+def dry_run_option(f: F) -> F:
+    return click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")(f)
+
+
+def force_option(f: F) -> F:
+    return click.option(
+        "--force-overwrite",
+        is_flag=True,
+        help="Replace primitive files that differ from what n8nlock ships.",
+    )(f)
+
+
+def poll_option(f: F) -> F:
+    return click.option(
+        "--poll-interval-seconds",
+        type=click.FloatRange(0.1, 60),
+        default=1.0,
+        show_default=True,
+        help="Kept for scripts written for engine v1; it changes nothing: waiters sleep until "
+        "their expected turn, then look every 20 ms.",
+    )(f)
+
+
+def apply_plan(workspace: Workspace, change_plan: Plan, *, dry_run: bool, fmt: str) -> None:
+    """Show the plan, then write it (all files or none) unless this is a dry run."""
+    from n8n_lockkit.workspace import plan
+
+    show_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
+    if not dry_run:
+        plan.apply(change_plan, workspace.root)
