@@ -331,7 +331,8 @@ def main() -> None:
     results = [bench_version(v.strip(), args) for v in args.versions.split(",") if v.strip()]
     load = os.getloadavg()
     day = datetime.date.today().isoformat()
-    print(f"Measured {day} with `.venv/bin/python -m bench.rate_bench` ({args.runs} rounds, "
+    rounds = "" if args.only_limits else f"{args.runs} rounds, "
+    print(f"Measured {day} with `.venv/bin/python -m bench.rate_bench` ({rounds}"
           f"{args.bursts} burst rounds); load average at the end {load[0]:.1f}.\n")  # fmt: skip
     for result in results:
         print("\n".join(limits_table(result)) + "\n")
