@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +73,33 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _stop_all() -> None:
+    for process in live_processes():
+        with contextlib.suppress(Exception):
+            process.stop()
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+_guarded = threading.Lock()
+_GUARD: list[bool] = []
+
+
+def _guard() -> None:
+    """A run that is killed (`timeout`'s SIGTERM) unwinds like Ctrl-C and stops what it
+    started, instead of leaving n8n and Redis running (and busy) after it."""
+    with _guarded:
+        if _GUARD:
+            return
+        _GUARD.append(True)
+    atexit.register(_stop_all)
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
 def start_process(
     name: str,
     argv: Sequence[str],
@@ -82,6 +111,7 @@ def start_process(
 ) -> ManagedProcess:
     """Start `argv` in its own process group, output to `log_path`; as `user` when given (root
     only: PostgreSQL refuses to run as root)."""
+    _guard()
     log_file = log_path.open("ab")
     # start_new_session: own process group (killed as a unit) and no SIGINT from the terminal,
     # so Ctrl-C reaches pytest only and teardown stops the children in order.

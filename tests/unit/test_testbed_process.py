@@ -1,0 +1,47 @@
+"""The test bed's child processes do not outlive a run that is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTER = """
+import sys, time
+from pathlib import Path
+from tests.testbed.process import start_process
+child = start_process("sleeper", ["sleep", "60"], cwd=Path("."), env={"PATH": "/usr/bin:/bin"},
+                      log_path=Path(sys.argv[1]))
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"  # a zombie is gone
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_test_bed_killed_by_timeout_stops_the_processes_it_started(tmp_path: Path) -> None:
+    # timeout(1) sends SIGTERM: before, Python died at once and left n8n running for hours.
+    run = subprocess.Popen([sys.executable, "-c", STARTER, str(tmp_path / "log")], cwd=ROOT,
+                           stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert run.stdout is not None
+    child = int(run.stdout.readline())
+    assert alive(child)
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=20) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), "the sleeper outlived the killed run"
