@@ -46,7 +46,8 @@ def test_r01_fifty_parallel_calls_with_limit_five_allow_exactly_five(
     refused = [c.body for c in calls if not c.body["allowed"]]
     # A refused call says how far over it was and when it would fit: within the window, its
     # margin and the rounding to buckets of W / 20.
-    assert all(b["count"] > 5 and 0 < b["retry_after_ms"] <= 67000 for b in refused), refused
+    shown = [(b["count"], b["retry_after_ms"]) for b in refused]
+    assert all(b["count"] > 5 and 0 < b["retry_after_ms"] <= 67000 for b in refused), shown
 
 
 def test_r02_the_call_after_the_limit_is_denied(lockbed: LockBed, unique_name: str) -> None:

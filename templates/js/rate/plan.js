@@ -27,6 +27,16 @@ const fitsAt = (l, counts, excess, now) => {
   }
   return at + rounds * span;
 };
+// When `need` units of what the window held when it was read will have left it (a refused
+// call's retry_after: it waits for no one, so the units counted are all that stand before it).
+const leaves = (l, counts, need) => {
+  let freed = 0;
+  for (const [bucket, n] of [...counts].sort((a, b) => a[0] - b[0])) {
+    freed += n;
+    if (freed >= need) return (bucket + l.past + 1) * l.bucket_ms;
+  }
+  return Date.now();
+};
 // Units still counted at `at`, of what the window held when it was read.
 const freeAt = (l, counts, at) => l.limit - counts.filter((c) => (c[0] + l.past + 1) * l.bucket_ms > at).reduce((sum, c) => sum + c[1], 0);
 const tooLong = (ctx, l, now, next, maxWait) => {
@@ -59,8 +69,9 @@ const judge = (ctx, counts, totals, now, wait, lookCost, passed, queue) => {
     message: `Rate limit exceeded for scope '${first.l.scope}': ${first.total} calls in this window, limit ${first.l.limit}`,
   };
   if (refusing) {
-    const retry = fitsAt(refusing.l, counts[refusing.i], refusing.total - refusing.l.limit, now);
-    return { state: 'deny', mode: refusing.l.on_denied, ...denial, retry_after_ms: Math.max(0, Math.ceil(retry - now)) };
+    const retry = leaves(refusing.l, counts[refusing.i], refusing.total - refusing.l.limit);
+    // From the clock of now: `now` may be when the call looked, before others counted.
+    return { state: 'deny', mode: refusing.l.on_denied, ...denial, retry_after_ms: Math.max(0, Math.ceil(retry - Date.now())) };
   }
   const waitNow = { started_ms: wait ? wait.started_ms : now, spent: wait ? wait.spent + lookCost : 0 };
   const fits = over.map((o) => ({ o, at: fitsAt(o.l, counts[o.i], o.total - o.l.limit, now) }));
