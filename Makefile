@@ -17,7 +17,7 @@ setup: $(BIN)/n8nlock
 ## demo: set up, then run the main job on the bundled example workspace (envs/)
 demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO) && cp -r envs $(DEMO)/envs
-	$(BIN)/python -m tests.testbed.demo $(DEMO)
+	$(BIN)/python -m testbed.demo $(DEMO)
 
 ## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
 ## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x, then the lock
@@ -34,6 +34,6 @@ test-fast: setup lint
 	$(BIN)/pytest -m "not e2e and not slow"
 
 lint: setup
-	$(BIN)/ruff check n8n_lockkit tests bench
-	$(BIN)/ruff format --check n8n_lockkit tests bench
+	$(BIN)/ruff check n8n_lockkit tests testbed bench
+	$(BIN)/ruff format --check n8n_lockkit tests testbed bench
 	$(BIN)/mypy

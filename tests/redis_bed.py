@@ -17,8 +17,8 @@ import pytest
 import redis
 
 from n8n_lockkit.primitives import keys
-from tests.testbed.progress import stderr_progress
-from tests.testbed.redis_server import start_redis_server
+from testbed.progress import stderr_progress
+from testbed.redis_server import start_redis_server
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import responses
 from click.testing import Result
 
 from n8n_lockkit.cli import ops_commands
+from testbed.ports import free_port
 from tests.cli.fake_n8n import API_KEY, BASE
 from tests.conftest import Invoke, explain, snapshot
 from tests.ops_bed import (
@@ -33,7 +34,6 @@ from tests.ops_bed import (
     withdraw,
 )
 from tests.redis_bed import draw, hold_lane
-from tests.testbed.ports import free_port
 
 
 @pytest.fixture(params=FORMATS, ids=lambda fmt: f"format{fmt}")

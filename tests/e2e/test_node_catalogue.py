@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tests.testbed import node_catalogue
-from tests.testbed.progress import Progress
-from tests.testbed.settings import n8n_versions
+from testbed import node_catalogue
+from testbed.progress import Progress
+from testbed.settings import n8n_versions
 
 
 def test_every_supported_version_is_in_the_catalogue() -> None:
@@ -22,6 +22,5 @@ def test_the_catalogue_is_current_for_this_n8n(version: str, testbed_progress: P
     assert version in shipped["versions"], f"n8n {version} is not in the catalogue"
     fresh = node_catalogue.build([version], testbed_progress)["versions"][version]
     assert shipped["versions"][version] == fresh, (
-        "n8n_lockkit/data/node_types.json is stale: run "
-        "`python -m tests.testbed.node_catalogue --write`"
+        "n8n_lockkit/data/node_types.json is stale: run `python -m testbed.node_catalogue --write`"
     )

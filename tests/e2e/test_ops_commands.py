@@ -24,10 +24,10 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.ops.snapshot import ScopeState
 from n8n_lockkit.ops.store import LockStore
+from testbed.client import OWNER, N8nClient
+from testbed.endpoints import N8nInstance
 from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, acquired, init_workspace, wait_until
 from tests.redis_bed import draw, hold_lane, leave_lane
-from tests.testbed.client import OWNER, N8nClient
-from tests.testbed.endpoints import N8nInstance
 
 HOLDER_PATH = "e2e-ops-holder"
 
