@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO := build/demo
 
-.PHONY: demo test test-fast lint setup
+.PHONY: demo test test-fast lint setup shipped-renders node-catalogue
 
 $(BIN)/n8nlock: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ setup: $(BIN)/n8nlock
 ## demo: set up, then run the main job on the bundled example workspace (envs/)
 demo: setup
 	rm -rf $(DEMO) && mkdir -p $(DEMO) && cp -r envs $(DEMO)/envs
-	$(BIN)/python -m tests.testbed.demo $(DEMO)
+	$(BIN)/python -m testbed.demo $(DEMO)
 
 ## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
 ## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x, then the lock
@@ -34,6 +34,14 @@ test-fast: setup lint
 	$(BIN)/pytest -m "not e2e and not slow"
 
 lint: setup
-	$(BIN)/ruff check n8n_lockkit tests bench
-	$(BIN)/ruff format --check n8n_lockkit tests bench
+	$(BIN)/ruff check n8n_lockkit tests testbed scripts bench
+	$(BIN)/ruff format --check n8n_lockkit tests testbed scripts bench
 	$(BIN)/mypy
+
+## shipped-renders: regenerate n8n_lockkit/primitives/shipped_renders.json from git history
+shipped-renders: setup
+	$(BIN)/python -m scripts.gen_shipped_renders
+
+## node-catalogue: regenerate n8n_lockkit/data/node_types.json (installs each supported n8n)
+node-catalogue: setup
+	$(BIN)/python -m scripts.gen_node_catalogue --write

@@ -5,7 +5,7 @@
 One test bed (n8n and Redis, as the e2e tests get them). The 5-node webhook workflow (Webhook →
 Prepare → Big Order? → Flag / Pass, tests/e2e/canvas_workflows.py) is pushed four times: plain,
 with add-lock-to-workflow, with the lock and add-rate-limit, and with the lock
---via-subworkflow. Each is opened in Chromium (1600 × 1000, zoom to fit, tests/testbed/
+--via-subworkflow. Each is opened in Chromium (1600 × 1000, zoom to fit, testbed/
 editor.py). Writes `canvas-<form>.png` and `canvas.md` (the table, also printed) into --out.
 Not a test.
 """
@@ -26,11 +26,11 @@ from bench.common import cli, prepare, write_template
 from n8n_lockkit.rewrite.canvas_geometry import bounding_box, generated_names
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.client import N8nClient
+from testbed.editor import VIEWPORT, Editor
+from testbed.endpoints import N8nInstance
+from testbed.session import DEFAULT_VERSION, running_testbed
 from tests.e2e.canvas_workflows import webhook_five
-from tests.testbed.client import N8nClient
-from tests.testbed.editor import VIEWPORT, Editor
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import DEFAULT_VERSION, running_testbed
 
 LOCK = ("add-lock-to-workflow", "--scope-expression", "canvas-shots", "--ttl-seconds", "120")
 RATE = ("add-rate-limit", "--scope-expression", "canvas-shots-rl", "--limit", "10",

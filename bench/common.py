@@ -14,7 +14,7 @@ import requests
 from click.testing import CliRunner
 
 from n8n_lockkit.cli import main as n8nlock
-from tests.testbed.endpoints import N8nInstance
+from testbed.endpoints import N8nInstance
 
 NS = uuid.UUID("0d7e2c51-9a3b-4f61-8e2d-5c4b3a291807")
 Run = Callable[..., None]

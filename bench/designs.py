@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.common import Run, bench_workflow, cli, prepare, write_template
 from n8n_lockkit.primitives import engine, nodekit
-from tests.testbed.endpoints import N8nInstance
+from testbed.endpoints import N8nInstance
 
 REPO = Path(__file__).parents[1]
 SEED_REF = "5ecf9dc"  # main before engine v2: 1 s poll, sub-workflow calls

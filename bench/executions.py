@@ -9,8 +9,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from tests.testbed.client import saved_executions
-from tests.testbed.endpoints import N8nInstance
+from testbed.client import saved_executions
+from testbed.endpoints import N8nInstance
 
 Execution = dict[str, Any]
 

@@ -55,8 +55,8 @@ from bench.common import (
 from bench.designs import checkout, tree_cli, wrap_args
 from bench.executions import Execution, matching, workflow_ids
 from n8n_lockkit.primitives.nodekit import REDIS_CREDENTIALS
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import running_testbed
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
 
 RESULTS = Path(__file__).parent / "results"
 DEFAULT_VERSIONS = "2.41.1"

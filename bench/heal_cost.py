@@ -25,8 +25,8 @@ from bench import figures
 from bench.common import bench_workflow, cli, ms, post, prepare, write_template
 from bench.designs import checkout, tree_cli, wrap_args
 from bench.executions import Execution, by_id, listing, workflow_ids
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import running_testbed
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
 
 BASELINE = "74b8431"  # issue 12 landed; the templates still without index and counters
 PRIMITIVES = ("lock_acquisition", "lock_release")

@@ -63,8 +63,8 @@ from bench import floor_bench as fb
 from bench.common import cli, node, prepare, print_sections, report_text, write_template
 from bench.executions import Execution, workflow_ids
 from n8n_lockkit.primitives.nodekit import REDIS_CREDENTIALS
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import running_testbed
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
 
 DEFAULT_RUNS = 60
 MODE = "repeated"  # uncontended, one scope per workflow for every call

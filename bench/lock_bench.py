@@ -35,8 +35,8 @@ from bench import figures
 from bench.common import post
 from bench.designs import PLAIN, SEED_REF, Design, seed_design, v2_design
 from bench.executions import Execution, by_id, matching, workflow_ids
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import running_testbed
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
 
 DEFAULT_VERSIONS = "2.41.1,1.123.81"
 WARM_UP = 5  # the first calls of a workflow compile and cache; they are not counted

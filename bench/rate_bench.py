@@ -43,8 +43,8 @@ from bench.common import bench_workflow, cli, node, post, prepare, write_templat
 from bench.executions import Execution, matching, workflow_ids
 from bench.lock_bench import WARM_UP, latency, summary
 from n8n_lockkit.rewrite.wrap_nodes import call
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import running_testbed
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
 
 DEFAULT_VERSIONS = "2.41.1,1.123.81"
 SCOPE = "={{ $json.body.scope }}"

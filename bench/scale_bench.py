@@ -4,7 +4,7 @@ Not a test.
     .venv/bin/python -m bench.scale_bench [--topologies single,queue] [--calls 1000]
         [--concurrency 20] [--rounds 30] [-o figures.json]
 
-Per topology (tests/testbed: `single` is one n8n; `queue` is main + 2 workers + PostgreSQL,
+Per topology (testbed: `single` is one n8n; `queue` is main + 2 workers + PostgreSQL,
 the queue in the same Redis as the locks), on n8n 2.41.1, the bench workflow plain and wrapped
 by this checkout's `add-lock-to-workflow`:
 - distinct: `--calls` calls, each its own scope, `--concurrency` at once: executions/s;
@@ -36,9 +36,9 @@ import redis
 
 from bench.common import post
 from bench.designs import PLAIN, v2_design
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.session import running_testbed
-from tests.testbed.settings import ENV_TOPOLOGY
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
+from testbed.settings import ENV_TOPOLOGY
 
 VERSION = "2.41.1"
 Figures = dict[str, Any]

@@ -6,7 +6,7 @@ What each caller got and how many bodies ran at once. Not a test.
         [--n8n-log-level info] [--n8n-env NAME=VALUE ...] [--results bench/results]
         [--keep-log PATH]
 
-On n8n 2.41.1, one process (tests/testbed), the body workflow of tests/e2e/test_lock_engine.py
+On n8n 2.41.1, one process (testbed), the body workflow of tests/e2e/test_lock_engine.py
 wrapped by this checkout's `add-lock-to-workflow` (TTL 60 s, max wait 120 s), one run per
 scenario on a scope of its own; the stops start once the first body has started, with `--gap`
 seconds of running between two stops (tests/e2e/stalls.py):
@@ -42,7 +42,9 @@ from typing import Any
 
 import redis
 
-import tests.testbed.n8n_process as n8n_process
+import testbed.n8n_process as n8n_process
+from testbed.session import running_testbed
+from testbed.settings import ENV_TOPOLOGY
 from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, init_workspace
 from tests.e2e.stalls import (
     Body,
@@ -60,8 +62,6 @@ from tests.e2e.stalls import (
     skips_of,
     tickets_of,
 )
-from tests.testbed.session import running_testbed
-from tests.testbed.settings import ENV_TOPOLOGY
 
 VERSION = "2.41.1"
 RESULTS = Path(__file__).parent / "results"
@@ -104,7 +104,7 @@ def progress(message: str) -> None:
 @contextlib.contextmanager
 def n8n_settings_added(extra: dict[str, str]) -> Iterator[None]:
     """Start the test bed's n8n with `extra` settings (N8N_LOG_LEVEL, ...): n8n_env drops
-    inherited N8N_* variables, so they go in through the settings it adds (tests/testbed is
+    inherited N8N_* variables, so they go in through the settings it adds (testbed is
     not changed; the wrapper is undone on exit)."""
     original = n8n_process.n8n_settings
 

@@ -13,7 +13,7 @@ from n8n_lockkit.cli import main
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test that starts a redis-server (through redis_bed's `redis_url`); tests/e2e's
+    """Mark each test that starts a redis-server (through redis_fixtures's `redis_url`); tests/e2e's
     conftest marks the ones that start n8n."""
     for item in items:
         if "redis_url" in getattr(item, "fixturenames", ()):

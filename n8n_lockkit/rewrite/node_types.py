@@ -1,7 +1,7 @@
 """n8n's node catalogue: which node types are triggers, and which types n8n knows at all.
 
 The data file `data/node_types.json` is generated from the node descriptions shipped in the
-n8n packages of every supported version (`python -m tests.testbed.node_catalogue --write`;
+n8n packages of every supported version (`python -m scripts.gen_node_catalogue --write`;
 a test proves it is current). A type is a trigger when its description puts it in the
 `trigger` group, or it polls, or it answers webhooks from the trigger group: these are the
 nodes n8n starts an execution from.

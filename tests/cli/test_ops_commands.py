@@ -1,6 +1,6 @@
 """locks, release, reap and stats through the CLI, against a real Redis (n8n's API stubbed).
 
-Tests that take `fmt` run with locks of both engine formats (tests/ops_bed.py): format 3 keeps
+Tests that take `fmt` run with locks of both engine formats (tests/ops_locks.py): format 3 keeps
 each holder's record per ticket (`holder:<t>`) and a copy at the lane, format 2 the record at
 the lane.
 """
@@ -20,9 +20,10 @@ import responses
 from click.testing import Result
 
 from n8n_lockkit.cli import ops_commands
+from testbed.ports import free_port
 from tests.cli.fake_n8n import API_KEY, BASE
 from tests.conftest import Invoke, explain, snapshot
-from tests.ops_bed import (
+from tests.ops_locks import (
     FORMATS,
     enter_late,
     hold,
@@ -32,8 +33,7 @@ from tests.ops_bed import (
     skip,
     withdraw,
 )
-from tests.redis_bed import draw, hold_lane
-from tests.testbed.ports import free_port
+from tests.redis_fixtures import draw, hold_lane
 
 
 @pytest.fixture(params=FORMATS, ids=lambda fmt: f"format{fmt}")

@@ -89,6 +89,8 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(
     assert "n8n_lockkit/templates/js/engine/decide.js" in names
     assert "n8n_lockkit/templates/js/lock_release/holder.js" in names
     assert "n8n_lockkit/schemas/env.schema.json" in names
+    # The tooling of the checkout (test bed, generators, benchmarks) and the tests stay out.
+    assert {n.split("/")[0] for n in names} == {"n8n_lockkit", f"n8n_lockkit-{VERSION}.dist-info"}
 
     script = (
         "from n8n_lockkit.primitives.catalogue import PRIMITIVES\n"

@@ -1,4 +1,4 @@
-"""Fixtures for end-to-end tests: a real Redis and a real n8n per session (see tests/testbed)."""
+"""Fixtures for end-to-end tests: a real Redis and a real n8n per session (see testbed)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from types import FrameType
 import pytest
 import redis
 
+from testbed.backend import Backend, choose_backend, deploy_n8n
+from testbed.client import N8nClient
+from testbed.endpoints import N8nInstance, RedisEndpoint
+from testbed.process import live_processes
+from testbed.progress import Progress
+from testbed.queue import QueueCluster
+from testbed.settings import ENV_TOPOLOGY, n8n_version_params
 from tests.e2e.lockbed import API_KEY_VARIABLE, REGISTERED_SCOPE, LockBed, build_workspace
-from tests.testbed.backend import Backend, choose_backend, deploy_n8n
-from tests.testbed.client import N8nClient
-from tests.testbed.endpoints import N8nInstance, RedisEndpoint
-from tests.testbed.process import live_processes
-from tests.testbed.progress import Progress
-from tests.testbed.queue import QueueCluster
-from tests.testbed.settings import ENV_TOPOLOGY, n8n_version_params
 
 E2E_DIR = Path(__file__).parent
 # The suites `make test` runs again with N8NLOCK_TEST_TOPOLOGY=queue (marker queue_suite).

@@ -25,7 +25,7 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
-from tests.testbed.endpoints import N8nInstance
+from testbed.endpoints import N8nInstance
 
 CALLERS = Path(__file__).parent / "workflows"
 API_KEY_VARIABLE = "N8NLOCK_E2E_API_KEY"

@@ -36,12 +36,12 @@ from urllib.parse import urlsplit
 import redis
 import requests
 
+from testbed.client import saved_executions
+from testbed.endpoints import N8nInstance
+from testbed.process import ManagedProcess, live_processes
+from testbed.queue import QueueCluster
 from tests.e2e.lockbed import LockBed
 from tests.e2e.test_lock_engine import engine_workflow, install, most_at_once, spans
-from tests.testbed.client import saved_executions
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.process import ManagedProcess, live_processes
-from tests.testbed.queue import QueueCluster
 
 __all__ = [
     "Answer",

@@ -2,7 +2,7 @@
 
 Each case builds a small user workflow, wraps it with the CLI (`add-lock-to-workflow`, and
 `add-rate-limit` on top), pushes it to the test bed's n8n and opens it in Chromium: sign in,
-/workflow/<id>, key 1 (zoom to fit). The boxes come from the editor's DOM (tests/testbed/
+/workflow/<id>, key 1 (zoom to fit). The boxes come from the editor's DOM (testbed/
 editor.py), the sizes from the JSON (n8n_lockkit/rewrite/canvas_geometry.py). A failure
 message names the nodes and the screenshot to look at.
 
@@ -34,10 +34,10 @@ from n8n_lockkit.rewrite.canvas_geometry import (
     is_sticky,
     overlaps,
 )
+from testbed.client import N8nClient
+from testbed.editor import CanvasView, Editor
 from tests.e2e.canvas_workflows import WORKFLOWS
 from tests.e2e.lockbed import LockBed, run_cli
-from tests.testbed.client import N8nClient
-from tests.testbed.editor import CanvasView, Editor
 
 # px the wrapped canvas may add to the plain one's width and height, per form (the issue's
 # target for both: 1600 × 900)

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from testbed.queue import QueueCluster
+from testbed.settings import topology
 from tests.e2e.lockbed import LockBed, held_lanes
 from tests.e2e.stalls import StallRun, contend_with_stalls, n8n_main_pid, worker_pids
 from tests.e2e.test_lock_engine import engine_workflow, install
-from tests.testbed.queue import QueueCluster
-from tests.testbed.settings import topology
 
 
 def stall_body(key: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The operator commands against the test-bed n8n and its Redis.
 
 The Lua scripts run in the Redis n8n uses. Held locks are written in engine v2's layout
-(keys.py, as `tests/redis_bed.hold_lane` writes them) for executions that really ran in n8n,
+(keys.py, as `tests/redis_fixtures.hold_lane` writes them) for executions that really ran in n8n,
 so that reap asks n8n about real executions; the last test takes its lock through n8n itself.
 Each test owns its scope (`unique_name`).
 """
@@ -24,10 +24,10 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.ops.snapshot import ScopeState
 from n8n_lockkit.ops.store import LockStore
+from testbed.client import OWNER, N8nClient
+from testbed.endpoints import N8nInstance
 from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, acquired, init_workspace, wait_until
-from tests.redis_bed import draw, hold_lane, leave_lane
-from tests.testbed.client import OWNER, N8nClient
-from tests.testbed.endpoints import N8nInstance
+from tests.redis_fixtures import draw, hold_lane, leave_lane
 
 HOLDER_PATH = "e2e-ops-holder"
 

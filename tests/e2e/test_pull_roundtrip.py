@@ -18,12 +18,12 @@ from click.testing import Result
 
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.client import N8nClient
+from testbed.endpoints import N8nInstance
 from tests.cli.test_pull import chain, picked_in_editor
 from tests.conftest import snapshot
 from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli
 from tests.e2e.test_push_activation import explain, ids, n8nlock, node
-from tests.testbed.client import N8nClient
-from tests.testbed.endpoints import N8nInstance
 
 API_FIELDS = {"id", "versionId", "active", "meta", "createdAt", "updatedAt", "tags", "shared"}
 

@@ -18,6 +18,8 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.client import N8nClient
+from testbed.endpoints import N8nInstance
 from tests.e2e.lockbed import (
     API_KEY_VARIABLE,
     held_lanes,
@@ -26,8 +28,6 @@ from tests.e2e.lockbed import (
     tickets_drawn,
     wait_until,
 )
-from tests.testbed.client import N8nClient
-from tests.testbed.endpoints import N8nInstance
 
 PRIMITIVES = ("lock_acquisition", "lock_release", "error_handler_lock_cleanup")
 

@@ -2,7 +2,7 @@
 
 Main enqueues every webhook execution in Redis (Bull); two `n8n worker` processes run them, so
 contending executions of one scope really run in separate processes. Which worker ran an
-execution comes from the workers' logs (tests/testbed/queue.py); the critical sections record
+execution comes from the workers' logs (testbed/queue.py); the critical sections record
 their start and end in a Redis list that does not depend on the lock.
 """
 
@@ -25,6 +25,17 @@ import redis
 import requests
 
 from n8n_lockkit.primitives import engine, keys
+from testbed.endpoints import N8nInstance, RedisEndpoint
+from testbed.polling import wait_for
+from testbed.progress import stderr_progress
+from testbed.queue import (
+    BULL_LOCK_MS,
+    BULL_STALLED_INTERVAL_MS,
+    QueueCluster,
+    QueueWorker,
+)
+from testbed.redis_server import start_redis_server
+from testbed.runtime import major_version
 from tests.e2e.lockbed import (
     LockBed,
     held_lanes,
@@ -35,17 +46,6 @@ from tests.e2e.lockbed import (
     wait_until,
 )
 from tests.e2e.test_lock_engine import install, most_at_once
-from tests.testbed.endpoints import N8nInstance, RedisEndpoint
-from tests.testbed.polling import wait_for
-from tests.testbed.progress import stderr_progress
-from tests.testbed.queue import (
-    BULL_LOCK_MS,
-    BULL_STALLED_INTERVAL_MS,
-    QueueCluster,
-    QueueWorker,
-)
-from tests.testbed.redis_server import start_redis_server
-from tests.testbed.runtime import major_version
 
 LOOK = engine.MAX_POLL_MS / 1000  # the longest a waiter sleeps between two looks at the line
 GRACE = keys.SKIP_GRACE_SECONDS  # how long a dead waiter's ticket holds up the line

@@ -18,8 +18,8 @@ import pytest
 from n8n_lockkit.check.findings import Severity
 from n8n_lockkit.check.rules import RULES
 from n8n_lockkit.remote.push_items import SENT_FIELDS
-from tests.testbed.client import N8nApiError, N8nClient
-from tests.testbed.endpoints import N8nInstance
+from testbed.client import N8nApiError, N8nClient
+from testbed.endpoints import N8nInstance
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "rules"
 SEVERITY = {rule.id: rule.severity for rule in RULES}

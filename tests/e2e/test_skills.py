@@ -23,8 +23,8 @@ import redis
 
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.endpoints import N8nInstance
 from tests.e2e.lockbed import held_lanes
-from tests.testbed.endpoints import N8nInstance
 
 ROOT = Path(__file__).parent.parent.parent
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import redis
 
-from tests.testbed.client import N8nClient
-from tests.testbed.endpoints import N8nInstance
-from tests.testbed.process import live_processes
-from tests.testbed.workflows import counter_workflow
+from testbed.client import N8nClient
+from testbed.endpoints import N8nInstance
+from testbed.process import live_processes
+from testbed.workflows import counter_workflow
 
 CALLS = 10
 

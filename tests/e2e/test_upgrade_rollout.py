@@ -32,8 +32,8 @@ from n8n_lockkit.cli import main
 from n8n_lockkit.primitives import formats
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.endpoints import N8nInstance
 from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, wait_until
-from tests.testbed.endpoints import N8nInstance
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "upgrade"
 CALLER = "rollout_caller"

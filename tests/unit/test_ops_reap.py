@@ -1,6 +1,6 @@
 """reap's decisions, against a real Redis and a stand-in for n8n's executions API.
 
-Tests that take `fmt` run with locks of both engine formats (tests/ops_bed.py): format 3 keeps
+Tests that take `fmt` run with locks of both engine formats (tests/ops_locks.py): format 3 keeps
 each holder's record per ticket (`holder:<t>`) and a copy at the lane, format 2 the record at
 the lane.
 """
@@ -18,7 +18,7 @@ from n8n_lockkit.ops.reap import Decision, Reaper
 from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.remote.n8n_client import N8nNotFound
-from tests.ops_bed import (
+from tests.ops_locks import (
     FORMATS,
     enter_late,
     hold,
@@ -30,7 +30,7 @@ from tests.ops_bed import (
     skip,
     withdraw,
 )
-from tests.redis_bed import draw, hold_lane
+from tests.redis_fixtures import draw, hold_lane
 
 
 @pytest.fixture(params=FORMATS, ids=lambda fmt: f"format{fmt}")

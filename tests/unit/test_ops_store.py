@@ -15,7 +15,7 @@ from n8n_lockkit.ops import locks, release
 from n8n_lockkit.ops.snapshot import ForeignKey, ScopeState
 from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import keys
-from tests.ops_bed import (
+from tests.ops_locks import (
     FORMATS,
     enter_late,
     hold,
@@ -27,7 +27,7 @@ from tests.ops_bed import (
     skip,
     withdraw,
 )
-from tests.redis_bed import draw, hold_lane, leave_lane
+from tests.redis_fixtures import draw, hold_lane, leave_lane
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STARTER = """
 import sys, time
 from pathlib import Path
-from tests.testbed.process import start_process
+from testbed.process import start_process
 child = start_process("sleeper", ["sleep", "60"], cwd=Path("."), env={"PATH": "/usr/bin:/bin"},
                       log_path=Path(sys.argv[1]))
 print(child.pid, flush=True)

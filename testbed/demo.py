@@ -1,6 +1,6 @@
 """`make demo`: the main job on the bundled example workspace, against a real n8n and Redis.
 
-Usage: python -m tests.testbed.demo WORKSPACE   (a copy of the repository's envs/)
+Usage: python -m testbed.demo WORKSPACE   (a copy of the repository's envs/)
 
 Starts a local Redis and n8n (installed and cached on first use), points the `dev` env at
 them, and puts an example workflow in the workspace twice: a webhook that reads an order's
@@ -29,7 +29,7 @@ from n8n_lockkit.workspace.plan import Plan, apply
 from .endpoints import N8nInstance
 from .session import running_testbed
 
-EXAMPLE = Path(__file__).parent.parent / "corpus" / "order_update.template.json"
+EXAMPLE = Path(__file__).parents[1] / "tests" / "corpus" / "order_update.template.json"
 CALLS = 8
 
 

@@ -5,7 +5,7 @@ primitive that n8nlock wrote (replace it) from one a user edited (keep it). Stam
 carry their digest, so only history before the stamps is needed; this script renders every
 commit of that history that changed a primitive and records the digests by format.
 
-Run from a checkout with history: python -m tests.upgrade.shipped
+Run from a checkout with history: make shipped-renders (python -m scripts.gen_shipped_renders)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from n8n_lockkit.primitives.formats import digest
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[1]
 TABLE = ROOT / "n8n_lockkit" / "primitives" / "shipped_renders.json"
 # The first commit of engine v2 (format 2); earlier renders are format 1.
 FORMAT_2_FROM = "240ca69"

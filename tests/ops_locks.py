@@ -1,11 +1,11 @@
 """Locks of both engine formats, for the tests of the operator commands (tests/unit/test_ops_*,
-tests/cli/test_ops_commands.py), on top of tests/redis_bed.py.
+tests/cli/test_ops_commands.py), on top of tests/redis_fixtures.py.
 
 Format 3 (keys.py): a ticket that enters writes its own record `holder:<t>` (its lease, the
 only thing the engine decides on), then a copy of it at its lane's `meta:<k>`; a release sets
 `served`, then marks the copy and the record released (5 s). Format 2 wrote the record only at
-`meta:<k>`, without a `format` field (redis_bed.hold_lane, leave_lane). `hold` and `leave` write
-either, as the engine of that format leaves Redis.
+`meta:<k>`, without a `format` field (redis_fixtures.hold_lane, leave_lane). `hold` and `leave`
+write either, as the engine of that format leaves Redis.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import redis
 
 from n8n_lockkit.primitives import keys
-from tests.redis_bed import draw, hold_lane, leave_lane, record_for
+from tests.redis_fixtures import draw, hold_lane, leave_lane, record_for
 
 FORMATS = (2, 3)
 

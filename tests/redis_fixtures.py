@@ -1,6 +1,7 @@
-"""A real, throwaway redis-server for unit and CLI tests of the operator commands.
+"""A real, throwaway redis-server for unit and CLI tests of the operator commands (pytest
+fixtures; the server itself is started by testbed/redis_server.py).
 
-Import the fixtures into a test module (`from tests.redis_bed import redis_client, redis_url`).
+Import the fixtures into a test module (`from tests.redis_fixtures import redis_client, redis_url`).
 `put_lock` writes a lock the way lock_acquisition does (INCR with EXPIRE, then the JSON record
 with the same TTL), so the commands read exactly what n8n would have left.
 """
@@ -17,8 +18,8 @@ import pytest
 import redis
 
 from n8n_lockkit.primitives import keys
-from tests.testbed.progress import stderr_progress
-from tests.testbed.redis_server import start_redis_server
+from testbed.progress import stderr_progress
+from testbed.redis_server import start_redis_server
 
 
 @pytest.fixture(scope="module")

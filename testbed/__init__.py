@@ -1,4 +1,4 @@
-"""Real Redis and real n8n for end-to-end tests (used by tests/e2e/conftest.py).
+"""Real Redis and real n8n for the end-to-end tests (tests/e2e/conftest.py), `make demo` and bench/.
 
 Selection: external services from N8NLOCK_TEST_* variables, else Docker (testcontainers),
 else local processes (redis-server, n8n from the npm registry cached in ~/.cache/n8nlock).

@@ -1,7 +1,8 @@
 """Generate `n8n_lockkit/data/node_types.json` from the node descriptions n8n ships.
 
-    python -m tests.testbed.node_catalogue --write            # both supported versions
-    python -m tests.testbed.node_catalogue --check            # exit 1 if the file is stale
+    make node-catalogue                                   # both supported versions
+    python -m scripts.gen_node_catalogue --write          # the same
+    python -m scripts.gen_node_catalogue --check          # exit 1 if the file is stale
 
 Each supported n8n version is installed into the test-bed cache (as the e2e tests do) and
 its packages' `dist/types/nodes.json` are read: the same descriptions n8n's editor and
@@ -17,11 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .install import ensure_n8n
-from .progress import Progress
+from testbed.install import ensure_n8n
+from testbed.progress import Progress
 
 SUPPORTED_VERSIONS = ("2.41.1", "1.123.81")
-DATA_FILE = Path(__file__).parents[2] / "n8n_lockkit" / "data" / "node_types.json"
+DATA_FILE = Path(__file__).parents[1] / "n8n_lockkit" / "data" / "node_types.json"
 # Package folder under node_modules -> the prefix n8n gives its node types.
 PACKAGES = {
     "n8n-nodes-base": "n8n-nodes-base",
@@ -69,7 +70,7 @@ def build(versions: Sequence[str], progress: Progress) -> dict[str, Any]:
         install = ensure_n8n(version, progress)
         entries[version] = version_entry(installed_descriptions(install.app_dir / "node_modules"))
     return {
-        "generated_by": "python -m tests.testbed.node_catalogue --write (do not edit by hand)",
+        "generated_by": "python -m scripts.gen_node_catalogue --write (do not edit by hand)",
         "versions": entries,
     }
 
