@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -129,16 +128,6 @@ _SETTINGS = {"executionOrder": "v1", "callerPolicy": "any"}
 STEP = engine.STEP
 
 
-def _script_path(name: str) -> Path:
-    return templates_dir() / "js" / f"{name}.js"
-
-
-def _expression(name: str, tokens: dict[str, str]) -> str:
-    """`templates/js/<name>.js` as a Set node expression (see `engine.expression`)."""
-    source = _script_path(name).read_text(encoding="utf-8")
-    return nodekit.script_expression(source, f"script {name}.js", tokens)
-
-
 def _first(name: str) -> str:
     return f"{nodekit.ref(name)}.first().json"
 
@@ -240,7 +229,7 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
             nodekit.INCR_EACH, False,
         )
     )  # fmt: skip
-    script = _expression(
+    script = nodekit.script_expression(
         "lock_acquisition/output",
         {"__CONTEXT__": _first(names("Lock Context")), "__DECISION__": decision},
     )
@@ -262,7 +251,7 @@ def _holder_check(
     context, items, read, check = (
         f"{prefix} Context", f"{prefix} Read Items", f"{prefix} Read", f"{prefix} Check"
     )  # fmt: skip
-    script = _expression(
+    script = nodekit.script_expression(
         "lock_release/context",
         {
             "__INPUT__": "$json",
@@ -273,7 +262,7 @@ def _holder_check(
     g.add(nodekit.set_raw(key, "context", context, [STEP, 0], script))
     g.add(nodekit.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
     g.add(nodekit.redis(key, "read", read, [3 * STEP, 0], nodekit.GET_EACH, False))
-    script = _expression(
+    script = nodekit.script_expression(
         "lock_release/holder",
         {
             "__CONTEXT__": _first(context),
@@ -339,7 +328,7 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
             [7 * STEP, 2 * engine.ROW], {"errorType": "errorMessage", "errorMessage": message},
         )
     )  # fmt: skip
-    script = _expression(
+    script = nodekit.script_expression(
         "lock_release/output",
         {
             "__CHECK__": _first(check),
@@ -374,7 +363,7 @@ def _lock_renew(options: engine.EngineOptions) -> Workflow:
         ("max_concurrent", "number"),
     ]
     context, check = _holder_check(g, LOCK_RENEW, request, "Renew")
-    script = _expression(
+    script = nodekit.script_expression(
         "lock_renew/renew",
         {
             "__CONTEXT__": _first(context),
