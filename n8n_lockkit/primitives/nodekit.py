@@ -104,8 +104,10 @@ def node(
     }
 
 
-def if_parameters(key: str, expression: str) -> dict[str, Any]:
-    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
+def if_parameters(key: str, expression: str, condition_id: str | None = None) -> dict[str, Any]:
+    """An If node's parameters: true when `expression` is; `condition_id` defaults to one
+    derived from the key and the expression."""
+    condition_id = condition_id or str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
     return {
         "conditions": {
             "options": {

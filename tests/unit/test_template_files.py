@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives import nodekit
-from n8n_lockkit.primitives.template_files import fill, read_script
+from n8n_lockkit.primitives.template_files import fill, read_script, templates_dir
 
 
 def test_a_missing_script_is_a_template_error_that_names_its_path() -> None:
@@ -25,3 +27,10 @@ def test_an_expression_leaves_comment_lines_out() -> None:
     call = nodekit.script_call("engine/verify", {"__DECISION__": "d", "__SAFE_ENTRY_MS__": "1"})
     assert comments and not any(comment in call for comment in comments)
 
+
+def test_no_script_uses_another_substitution_syntax() -> None:
+    jinja = re.compile(r"<<\s*[\w.|]+\s*>>|<%|<#")
+    scripts = sorted((templates_dir() / "js").rglob("*.js"))
+    assert scripts
+    stale = [p.name for p in scripts if jinja.search(p.read_text(encoding="utf-8"))]
+    assert stale == [], "write a value to fill in as __NAME__ (template_files.fill)"
