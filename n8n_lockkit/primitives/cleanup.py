@@ -4,7 +4,7 @@ releases every lock a failed execution still held.
 Its nodes keep the ids, names, positions and parameters of the Jinja template it was rendered
 from up to issue 23 (node ids: uuid5 of primitive key and node ident; no role notes), so that a
 workflow file written by an earlier n8nlock is still the pristine primitive. Its Code nodes run
-`templates/js/error_handler_lock_cleanup/*.js` as they are, comments included.
+`templates/js/primitive/error_handler_lock_cleanup/*.js` as they are, comments included.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from n8n_lockkit.primitives.template_files import fill, read_script
 
 Workflow = dict[str, Any]
 _NODE_IDS = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
-_SCRIPTS = "error_handler_lock_cleanup"
+_SCRIPTS = "primitive/error_handler_lock_cleanup"
 
 
 def _id(ident: str) -> str:

@@ -170,7 +170,7 @@ def acquire(
         "__STATS_TTL__": str(keys.STATS_TTL_SECONDS),
     }
     context_script = script_expression(
-        "engine/context",
+        "engine/lock/context",
         {
             **common,
             "__INPUT__": _input_js(inputs),
@@ -205,7 +205,7 @@ def acquire(
         "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
     }
     look_script = script_expression(
-        "engine/read",
+        "engine/lock/read",
         {
             **common,
             "__DECIDED__": f"{ref(decide)}.isExecuted",
@@ -228,7 +228,7 @@ def acquire(
         )
     )
     decide_script = script_expression(
-        "engine/decide",
+        "engine/lock/decide",
         {
             **common,
             "__LOOK__": f"{ref(look)}.first().json",
@@ -268,7 +268,7 @@ def acquire(
     # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
     decision = f"{ref(decide)}.first().json"
     verify_js = script_call(
-        "engine/verify",
+        "engine/lock/verify",
         {"__DECISION__": decision, "__SAFE_ENTRY_MS__": str(keys.SAFE_ENTRY_MS)},
     )
     g.add(if_node(key, "lock-verify", verify, CELL, f"{verify_js}.check"))
@@ -290,7 +290,7 @@ def acquire(
     )
     g.add(if_node(key, "lock-was-skipped", skipped, CELL, "$json.gone !== null"))
     withdraw_script = script_expression(
-        "engine/withdraw",
+        "engine/lock/withdraw",
         {"__DECISION__": decision, "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS)},
     )
     g.add(set_raw(key, "lock-withdraw", withdraw, CELL, withdraw_script))
@@ -387,7 +387,7 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
         names("Lock Waited?"), names("Lock Wait Stats"), names("Lock Count Wait")
     )  # fmt: skip
     script = script_expression(
-        "engine/release",
+        "engine/lock/release",
         {
             "__HELD__": held,
             "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),

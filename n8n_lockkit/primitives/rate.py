@@ -87,9 +87,9 @@ class RateInputs:
 
 
 def _expression(name: str, tokens: dict[str, str]) -> str:
-    """`templates/js/rate/<name>.js`; a script that needs the planner has `__PLAN__`."""
-    plan = nodekit.without_comments(read_script("rate/plan"))
-    return nodekit.script_expression(f"rate/{name}", {"__PLAN__": plan, **tokens})
+    """`templates/js/engine/rate/<name>.js`; a script that needs the planner has `__PLAN__`."""
+    plan = nodekit.without_comments(read_script("engine/rate/plan"))
+    return nodekit.script_expression(f"engine/rate/{name}", {"__PLAN__": plan, **tokens})
 
 
 def _input_js(limits: Sequence[RateInputs]) -> str:

@@ -173,7 +173,7 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
         )
     )  # fmt: skip
     script = nodekit.script_expression(
-        "lock_acquisition/output",
+        "primitive/lock_acquisition/output",
         {"__CONTEXT__": _first(names("Lock Context")), "__DECISION__": decision},
     )
     output = g.add(nodekit.set_raw(key, "lock-output", "Lock Output", [x + 4 * STEP, y], script))
@@ -195,7 +195,7 @@ def _holder_check(
         f"{prefix} Context", f"{prefix} Read Items", f"{prefix} Read", f"{prefix} Check"
     )  # fmt: skip
     script = nodekit.script_expression(
-        "lock_release/context",
+        "primitive/holder_check/context",
         {
             "__INPUT__": "$json",
             "__PRIMITIVE__": key,
@@ -206,7 +206,7 @@ def _holder_check(
     g.add(nodekit.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
     g.add(nodekit.redis(key, "read", read, [3 * STEP, 0], nodekit.GET_EACH, False))
     script = nodekit.script_expression(
-        "lock_release/holder",
+        "primitive/holder_check/holder",
         {
             "__CONTEXT__": _first(context),
             "__READ__": f"{nodekit.ref(read)}.all()",
@@ -272,7 +272,7 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
         )
     )  # fmt: skip
     script = nodekit.script_expression(
-        "lock_release/output",
+        "primitive/lock_release/output",
         {
             "__CHECK__": _first(check),
             "__RELEASED__": f"{nodekit.ref(names('Lock Release Verdict'))}.isExecuted",
@@ -307,7 +307,7 @@ def _lock_renew(options: engine.EngineOptions) -> Workflow:
     ]
     context, check = _holder_check(g, LOCK_RENEW, request, "Renew")
     script = nodekit.script_expression(
-        "lock_renew/renew",
+        "primitive/lock_renew/renew",
         {
             "__CONTEXT__": _first(context),
             "__CHECK__": "$json",

@@ -1,11 +1,19 @@
 """The files under `templates/`: where they are, and the one way to read a script and fill it in.
 
 Scripts are `templates/js/<name>.js`, read by `read_script(name)` and nothing else in the
-package. A value n8nlock fills into a script is written `__NAME__` (capitals and underscores
-between double underscores); `fill` replaces each in the order given, so a value may itself
-bring tokens that later entries fill (rate.py includes `rate/plan` as `__PLAN__`), and
-refuses a script in which a token is left. That is the only substitution: n8n's `{{ }}` and the
-push placeholders `{{@:env:…}}` pass through as they are.
+package:
+
+    engine/lock/      the lock engine's decisions (engine.py): the inline lock chain of add-lock,
+                      and the lock_acquisition and lock_release primitives built on it
+    engine/rate/      the rate limit's (rate.py): add-rate-limit's inline chain, rate_limit_check
+    primitive/<key>/  what only the primitive <key> runs (render.py, cleanup.py);
+                      primitive/holder_check/ is lock_release's and lock_renew's ownership check
+
+A value n8nlock fills into a script is written `__NAME__` (capitals and underscores between
+double underscores); `fill` replaces each in the order given, so a value may itself bring
+tokens that later entries fill (rate.py includes `engine/rate/plan` as `__PLAN__`), and refuses
+a script in which a token is left. That is the only substitution: n8n's `{{ }}` and the push
+placeholders `{{@:env:…}}` pass through as they are.
 """
 
 from __future__ import annotations

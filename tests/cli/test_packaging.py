@@ -85,9 +85,10 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "n8n_lockkit/templates/js/error_handler_lock_cleanup/log_cleanup.js" in names
-    assert "n8n_lockkit/templates/js/engine/decide.js" in names
-    assert "n8n_lockkit/templates/js/lock_release/holder.js" in names
+    assert "n8n_lockkit/templates/js/primitive/error_handler_lock_cleanup/log_cleanup.js" in names
+    assert "n8n_lockkit/templates/js/engine/lock/decide.js" in names
+    assert "n8n_lockkit/templates/js/engine/rate/plan.js" in names
+    assert "n8n_lockkit/templates/js/primitive/holder_check/holder.js" in names
     assert "n8n_lockkit/schemas/env.schema.json" in names
 
     script = (

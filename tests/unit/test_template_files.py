@@ -23,8 +23,9 @@ def test_fill_replaces_tokens_in_order_and_refuses_one_left() -> None:
 
 
 def test_an_expression_leaves_comment_lines_out() -> None:
-    comments = [x for x in read_script("engine/verify").splitlines() if x.startswith("//")]
-    call = nodekit.script_call("engine/verify", {"__DECISION__": "d", "__SAFE_ENTRY_MS__": "1"})
+    verify = "engine/lock/verify"
+    comments = [x for x in read_script(verify).splitlines() if x.startswith("//")]
+    call = nodekit.script_call(verify, {"__DECISION__": "d", "__SAFE_ENTRY_MS__": "1"})
     assert comments and not any(comment in call for comment in comments)
 
 
