@@ -100,7 +100,8 @@ def record_for(
     age: float = 0.0,
     lock_id: str | None = None,
 ) -> dict[str, Any]:
-    """The holder's record engine v2 writes to `:meta:<lane>` (templates/js/engine/decide.js)."""
+    """The holder's record engine v2 writes to `:meta:<lane>`
+    (templates/js/engine/lock/decide.js)."""
     locked = datetime.now(timezone.utc) - timedelta(seconds=age)
     locked_ms = int(locked.timestamp() * 1000)
     expires = locked + timedelta(seconds=ttl)

@@ -13,10 +13,6 @@ class Primitive:
     display_name: str
     summary: str
 
-    @property
-    def template(self) -> str:
-        return f"{self.key}.json.j2"
-
 
 LOCK_ACQUISITION = Primitive(
     "lock_acquisition",

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from n8n_lockkit.primitives import keys
@@ -49,7 +48,6 @@ from n8n_lockkit.primitives.nodekit import (
     split_out,
     value_js,
 )
-from n8n_lockkit.primitives.template_files import templates_dir
 
 STEP = 180  # the engine's grid: node boxes are 100 x 100, their labels sit below them
 ROW = 150
@@ -117,20 +115,6 @@ class EngineOptions:
     default_max_wait_seconds: int = 86400
 
 
-@cache
-def _script(name: str) -> str:
-    return (templates_dir() / "js" / "engine" / f"{name}.js").read_text(encoding="utf-8")
-
-
-def expression(name: str, tokens: dict[str, str]) -> str:
-    """`templates/js/engine/<name>.js` as one n8n expression that returns its object.
-
-    Comment lines go (they are for the reader of the file); `{{` and `}}` cannot appear, since
-    n8n would read them as the end of the expression.
-    """
-    return script_expression(_script(name), f"engine script {name}.js", tokens)
-
-
 def _state(name: str) -> str:
     return f"$json.state === {js_literal(name)}"
 
@@ -185,8 +169,8 @@ def acquire(
         "__CONTEXT__": f"{ref(context)}.first().json",
         "__STATS_TTL__": str(keys.STATS_TTL_SECONDS),
     }
-    context_script = expression(
-        "context",
+    context_script = script_expression(
+        "engine/lock/context",
         {
             **common,
             "__INPUT__": _input_js(inputs),
@@ -220,8 +204,8 @@ def acquire(
         "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
         "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
     }
-    look_script = expression(
-        "read",
+    look_script = script_expression(
+        "engine/lock/read",
         {
             **common,
             "__DECIDED__": f"{ref(decide)}.isExecuted",
@@ -243,8 +227,8 @@ def acquire(
             False,
         )
     )
-    decide_script = expression(
-        "decide",
+    decide_script = script_expression(
+        "engine/lock/decide",
         {
             **common,
             "__LOOK__": f"{ref(look)}.first().json",
@@ -284,8 +268,7 @@ def acquire(
     # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
     decision = f"{ref(decide)}.first().json"
     verify_js = script_call(
-        _script("verify"),
-        "engine script verify.js",
+        "engine/lock/verify",
         {"__DECISION__": decision, "__SAFE_ENTRY_MS__": str(keys.SAFE_ENTRY_MS)},
     )
     g.add(if_node(key, "lock-verify", verify, CELL, f"{verify_js}.check"))
@@ -306,8 +289,8 @@ def acquire(
         )
     )
     g.add(if_node(key, "lock-was-skipped", skipped, CELL, "$json.gone !== null"))
-    withdraw_script = expression(
-        "withdraw",
+    withdraw_script = script_expression(
+        "engine/lock/withdraw",
         {"__DECISION__": decision, "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS)},
     )
     g.add(set_raw(key, "lock-withdraw", withdraw, CELL, withdraw_script))
@@ -403,8 +386,8 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     waited, stats_items, count = (
         names("Lock Waited?"), names("Lock Wait Stats"), names("Lock Count Wait")
     )  # fmt: skip
-    script = expression(
-        "release",
+    script = script_expression(
+        "engine/lock/release",
         {
             "__HELD__": held,
             "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),

@@ -2,7 +2,7 @@
 
 Engine v2 is a ticket lock with N lanes, N = `--max-concurrent` (1: a mutex). Format 3 made
 it stall-safe: the holder's record is per ticket, and a caller that entered late checks that
-nobody skipped it (README, *The lock engine*). The JavaScript in `templates/js/engine/` builds
+nobody skipped it (README, *The lock engine*). The JavaScript in `templates/js/engine/lock/` builds
 the same names; `tests/e2e` proves both agree.
 
 - `n8n-lock-<scope>:ticket`: INCR by every arrival. A scalar without TTL: the ticket is the

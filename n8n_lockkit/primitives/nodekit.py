@@ -11,11 +11,13 @@ import itertools
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives.formats import managed_notes, role_of
+from n8n_lockkit.primitives.template_files import fill, read_script
 
 Node = dict[str, Any]
 Connections = dict[str, Any]
@@ -102,8 +104,10 @@ def node(
     }
 
 
-def if_parameters(key: str, expression: str) -> dict[str, Any]:
-    condition_id = str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
+def if_parameters(key: str, expression: str, condition_id: str | None = None) -> dict[str, Any]:
+    """An If node's parameters: true when `expression` is; `condition_id` defaults to one
+    derived from the key and the expression."""
+    condition_id = condition_id or str(uuid.uuid5(_NODE_IDS, f"{key}:{expression}"))
     return {
         "conditions": {
             "options": {
@@ -259,22 +263,26 @@ SET_EXPIRING_EACH = {
 # For the sub-workflow primitives (render.py): the same scripts and node builders.
 
 
-def script_expression(source: str, label: str, tokens: dict[str, str]) -> str:
-    """A script (the text of a `.js` file) as one n8n expression that returns its object;
-    see `expression`. `label` names the script in errors."""
-    return f"={{{{ {script_call(source, label, tokens)} }}}}"
+def script_expression(name: str, tokens: Mapping[str, str]) -> str:
+    """`templates/js/<name>.js` as one n8n expression that returns its object, its `__NAME__`
+    tokens filled in (`template_files.fill`).
+
+    Comment lines go (they are for the reader of the file); `{{` and `}}` cannot appear, since
+    n8n would read them as the end of the expression.
+    """
+    return f"={{{{ {script_call(name, tokens)} }}}}"
 
 
-def script_call(source: str, label: str, tokens: dict[str, str]) -> str:
+def without_comments(source: str) -> str:
+    """A script's lines but its comment lines: an expression carries no comments."""
+    return "\n".join(line for line in source.splitlines() if not line.strip().startswith("//"))
+
+
+def script_call(name: str, tokens: Mapping[str, str]) -> str:
     """The JavaScript of `script_expression` without the `={{ }}` around it: a call that
     returns the script's object, to use inside a larger expression (an If condition)."""
-    lines = [line for line in source.splitlines() if not line.strip().startswith("//")]
-    body = "\n".join(lines)
-    for token, replacement in tokens.items():
-        body = body.replace(token, replacement)
-    leftover = re.findall(r"__[A-Z_]+__", body)
-    if leftover:
-        raise TemplateError(f"{label}: no value for {', '.join(leftover)}")
+    label = f"script {name}.js"
+    body = fill(without_comments(read_script(name)), label, tokens)
     if "{{" in body or "}}" in body:
         raise TemplateError(f"{label}: '{{{{' or '}}}}' would end the expression")
     return f"(() => {{\n{body}\n}})()"

@@ -40,12 +40,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from n8n_lockkit.primitives import engine, nodekit
 from n8n_lockkit.primitives.nodekit import Group, Names, ref, set_raw, split_out, value_js
-from n8n_lockkit.primitives.template_files import templates_dir
+from n8n_lockkit.primitives.template_files import read_script
 
 _WEBHOOK_IDS = uuid.UUID("5b0e2f64-3c1d-4e8a-9f27-6d4c8b1a7e35")
 SUB_BUCKETS = 20
@@ -87,14 +86,10 @@ class RateInputs:
     labels: tuple[tuple[str, str], ...] = ()
 
 
-@cache
-def _script(name: str) -> str:
-    return (templates_dir() / "js" / "rate" / f"{name}.js").read_text(encoding="utf-8")
-
-
 def _expression(name: str, tokens: dict[str, str]) -> str:
-    source = _script(name).replace("__PLAN__", "\n".join(_script("plan").splitlines()))
-    return nodekit.script_expression(source, f"rate script {name}.js", tokens)
+    """`templates/js/engine/rate/<name>.js`; a script that needs the planner has `__PLAN__`."""
+    plan = nodekit.without_comments(read_script("engine/rate/plan"))
+    return nodekit.script_expression(f"engine/rate/{name}", {"__PLAN__": plan, **tokens})
 
 
 def _input_js(limits: Sequence[RateInputs]) -> str:

@@ -2,37 +2,30 @@
 
 The lock primitives (acquisition, release, renew) are the engine's own nodes (`engine.py`)
 behind an Execute Workflow Trigger, so that a sub-workflow call and the inline form run the
-same decisions on the same keys and exclude each other on one scope. The cleanup handler and
-the rate limit are Jinja templates.
+same decisions on the same keys and exclude each other on one scope; so is the rate limit
+(`rate.py`). The cleanup handler is an Error Trigger workflow of Code nodes (`cleanup.py`).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from functools import cache
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
-
-import jinja2
 
 from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives import engine, keys, nodekit, rate
 from n8n_lockkit.primitives.catalogue import (
+    ERROR_HANDLER,
     LOCK_ACQUISITION,
     LOCK_RELEASE,
     LOCK_RENEW,
     RATE_LIMIT,
     Primitive,
 )
+from n8n_lockkit.primitives.cleanup import error_handler_lock_cleanup
 from n8n_lockkit.primitives.formats import stamp_primitive
-from n8n_lockkit.primitives.template_files import templates_dir
-
-# Node ids are uuid5 of primitive + node ident, so a re-render diffs cleanly.
-_NODE_ID_NAMESPACE = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
 
 
 @dataclass(frozen=True)
@@ -58,65 +51,14 @@ class RenderOptions:
                 raise TemplateError(f"{name} must be at least 1")
 
 
-@cache
-def _environment() -> jinja2.Environment:
-    # n8n expressions and our placeholders both use {{ }}; Jinja gets other delimiters.
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir()),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        variable_start_string="<<",
-        variable_end_string=">>",
-        block_start_string="<%",
-        block_end_string="%>",
-        comment_start_string="<#",
-        comment_end_string="#>",
-    )
-
-
-def _context(primitive: Primitive, options: RenderOptions) -> dict[str, Any]:
-    context: dict[str, Any] = asdict(options)
-
-    def node_id(ident: str) -> str:
-        return str(uuid.uuid5(_NODE_ID_NAMESPACE, f"{primitive.key}:{ident}"))
-
-    def js(name: str) -> str:
-        code = _environment().get_template(f"js/{name}").render(context)
-        return json.dumps(code.rstrip("\n"), ensure_ascii=False)
-
-    context.update(
-        uuid=node_id,
-        js=js,
-        released_meta_ttl_seconds=keys.RELEASED_META_TTL_SECONDS,
-        stats_ttl_seconds=keys.STATS_TTL_SECONDS,
-    )
-    return context
-
-
 def render_primitive(primitive: Primitive, options: RenderOptions | None = None) -> dict[str, Any]:
     options = options or RenderOptions()
     options.check()
-    build = _BUILT.get(primitive.key)
-    if build is not None:
-        built = build(
-            engine.EngineOptions(options.default_ttl_seconds, options.default_max_wait_seconds)
-        )
-        return stamp_primitive(built, primitive.key)
-    template = _environment().get_template(primitive.template)
-    try:
-        text = template.render(_context(primitive, options))
-    except jinja2.TemplateError as err:
-        raise TemplateError(f"template {primitive.template} failed: {err}") from err
-    try:
-        workflow: dict[str, Any] = json.loads(text)
-    except json.JSONDecodeError as err:
-        line = text.splitlines()[err.lineno - 1] if err.lineno <= len(text.splitlines()) else ""
-        raise TemplateError(
-            f"template {primitive.template} produced invalid JSON at line {err.lineno}, "
-            f"column {err.colno}: {err.msg}: {line.strip()[:120]}"
-        ) from err
-    return stamp_primitive(workflow, primitive.key)
+    build = _BUILT[primitive.key]
+    built = build(
+        engine.EngineOptions(options.default_ttl_seconds, options.default_max_wait_seconds)
+    )
+    return stamp_primitive(built, primitive.key)
 
 
 def dump_workflow(workflow: dict[str, Any]) -> str:
@@ -127,16 +69,6 @@ def dump_workflow(workflow: dict[str, Any]) -> str:
 Workflow = dict[str, Any]
 _SETTINGS = {"executionOrder": "v1", "callerPolicy": "any"}
 STEP = engine.STEP
-
-
-def _script_path(name: str) -> Path:
-    return templates_dir() / "js" / f"{name}.js"
-
-
-def _expression(name: str, tokens: dict[str, str]) -> str:
-    """`templates/js/<name>.js` as a Set node expression (see `engine.expression`)."""
-    source = _script_path(name).read_text(encoding="utf-8")
-    return nodekit.script_expression(source, f"script {name}.js", tokens)
 
 
 def _first(name: str) -> str:
@@ -240,8 +172,8 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
             nodekit.INCR_EACH, False,
         )
     )  # fmt: skip
-    script = _expression(
-        "lock_acquisition/output",
+    script = nodekit.script_expression(
+        "primitive/lock_acquisition/output",
         {"__CONTEXT__": _first(names("Lock Context")), "__DECISION__": decision},
     )
     output = g.add(nodekit.set_raw(key, "lock-output", "Lock Output", [x + 4 * STEP, y], script))
@@ -262,8 +194,8 @@ def _holder_check(
     context, items, read, check = (
         f"{prefix} Context", f"{prefix} Read Items", f"{prefix} Read", f"{prefix} Check"
     )  # fmt: skip
-    script = _expression(
-        "lock_release/context",
+    script = nodekit.script_expression(
+        "primitive/holder_check/context",
         {
             "__INPUT__": "$json",
             "__PRIMITIVE__": key,
@@ -273,8 +205,8 @@ def _holder_check(
     g.add(nodekit.set_raw(key, "context", context, [STEP, 0], script))
     g.add(nodekit.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
     g.add(nodekit.redis(key, "read", read, [3 * STEP, 0], nodekit.GET_EACH, False))
-    script = _expression(
-        "lock_release/holder",
+    script = nodekit.script_expression(
+        "primitive/holder_check/holder",
         {
             "__CONTEXT__": _first(context),
             "__READ__": f"{nodekit.ref(read)}.all()",
@@ -339,8 +271,8 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
             [7 * STEP, 2 * engine.ROW], {"errorType": "errorMessage", "errorMessage": message},
         )
     )  # fmt: skip
-    script = _expression(
-        "lock_release/output",
+    script = nodekit.script_expression(
+        "primitive/lock_release/output",
         {
             "__CHECK__": _first(check),
             "__RELEASED__": f"{nodekit.ref(names('Lock Release Verdict'))}.isExecuted",
@@ -374,8 +306,8 @@ def _lock_renew(options: engine.EngineOptions) -> Workflow:
         ("max_concurrent", "number"),
     ]
     context, check = _holder_check(g, LOCK_RENEW, request, "Renew")
-    script = _expression(
-        "lock_renew/renew",
+    script = nodekit.script_expression(
+        "primitive/lock_renew/renew",
         {
             "__CONTEXT__": _first(context),
             "__CHECK__": "$json",
@@ -458,4 +390,5 @@ _BUILT: dict[str, Callable[[engine.EngineOptions], Workflow]] = {
     LOCK_RELEASE.key: _lock_release,
     LOCK_RENEW.key: _lock_renew,
     RATE_LIMIT.key: _rate_limit_check,
+    ERROR_HANDLER.key: lambda _: error_handler_lock_cleanup(),
 }

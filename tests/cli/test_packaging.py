@@ -85,16 +85,18 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "n8n_lockkit/templates/error_handler_lock_cleanup.json.j2" in names
-    assert "n8n_lockkit/templates/js/engine/decide.js" in names
-    assert "n8n_lockkit/templates/js/lock_release/holder.js" in names
+    assert "n8n_lockkit/templates/js/primitive/error_handler_lock_cleanup/log_cleanup.js" in names
+    assert "n8n_lockkit/templates/js/engine/lock/decide.js" in names
+    assert "n8n_lockkit/templates/js/engine/rate/plan.js" in names
+    assert "n8n_lockkit/templates/js/primitive/holder_check/holder.js" in names
     assert "n8n_lockkit/schemas/env.schema.json" in names
     # The tooling of the checkout (test bed, generators, benchmarks) and the tests stay out.
     assert {n.split("/")[0] for n in names} == {"n8n_lockkit", f"n8n_lockkit-{VERSION}.dist-info"}
 
     script = (
         "from n8n_lockkit.primitives.catalogue import PRIMITIVES\n"
-        "from n8n_lockkit.primitives.render import render_primitive, templates_dir\n"
+        "from n8n_lockkit.primitives.render import render_primitive\n"
+        "from n8n_lockkit.primitives.template_files import templates_dir\n"
         "print(templates_dir())\n"
         "print(sum(len(render_primitive(p)['nodes']) for p in PRIMITIVES.values()))\n"
     )

@@ -1,7 +1,7 @@
 """n8nlock starts fast: help, completion and validate import only what they use.
 
 Shell completion runs n8nlock on every Tab and CI runs validate on every push; requests,
-redis, jsonschema, jinja2, ruamel and prometheus_client each cost tens of milliseconds to
+redis, jsonschema, ruamel and prometheus_client each cost tens of milliseconds to
 import. `python -m bench.cli_start` measures the time; these tests keep the imports out.
 """
 
@@ -20,7 +20,7 @@ from n8n_lockkit.ops import redis_access
 from n8n_lockkit.rewrite import wrap
 from tests.conftest import Invoke, explain
 
-HEAVY = ("requests", "redis", "jsonschema", "jinja2", "ruamel", "prometheus_client", "urllib3")
+HEAVY = ("requests", "redis", "jsonschema", "ruamel", "prometheus_client", "urllib3")
 # The library layers only commands need: each costs 10-40 ms with what it imports.
 COMMAND_LAYERS = tuple(
     f"n8n_lockkit.{layer}" for layer in ("rewrite", "primitives", "remote", "ops")

@@ -110,7 +110,7 @@ def test_keys_that_are_not_counters_are_ignored(redis_client: redis.Redis) -> No
 
 
 def test_the_bucket_names_are_those_the_primitives_write() -> None:
-    # templates/js/engine/decide.js: `wait_le_${bucket}` with JavaScript's number formatting.
+    # templates/js/engine/lock/decide.js: `wait_le_${bucket}` with JavaScript's number formatting.
     assert [stats.bucket_label(b) for b in stats.BOUNDS] == [
         "0.1",
         "0.5",
