@@ -4,16 +4,19 @@
     .venv/bin/python -m scripts.gen_cli_reference --check    # exit 1 when it is stale
 
 The help is wrapped at WIDTH columns whatever the terminal is (click would otherwise ask the
-terminal), so the file is the same on every machine; tests/cli/test_cli_reference.py compares
-the committed file with `render()`.
+terminal), so the file is the same on every machine; tests/cli/test_cli_reference.py runs
+`--check` in a fresh interpreter (click caches each command's help option on first use, so a
+process that ran other commands first may print it differently).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -41,14 +44,20 @@ def walk(command: click.Command, ctx: click.Context) -> Iterator[click.Context]:
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
-                child = click.Context(sub, info_name=name, parent=ctx)
-                yield from walk(sub, child)
+                yield from walk(sub, context(sub, name, ctx))
+
+
+def context(command: click.Command, name: str, parent: click.Context | None) -> click.Context:
+    """The context click would make to run `command` (its context_settings, such as `-h`),
+    without parsing arguments; children inherit the fixed width from the root's."""
+    width = {} if parent else {"terminal_width": WIDTH, "max_content_width": WIDTH}
+    settings: dict[str, Any] = {**command.context_settings, **width}
+    return command.context_class(command, info_name=name, parent=parent, **settings)
 
 
 def contexts() -> list[click.Context]:
-    """One context per command, the root first; children inherit the fixed width."""
-    top = click.Context(root, info_name=PROGRAM, terminal_width=WIDTH, max_content_width=WIDTH)
-    return list(walk(root, top))
+    """One context per command, the root first."""
+    return list(walk(root, context(root, PROGRAM, None)))
 
 
 def section(ctx: click.Context) -> str:
@@ -81,6 +90,10 @@ def cli(argv: Sequence[str] | None = None) -> int:
         current = REFERENCE.read_text(encoding="utf-8") if REFERENCE.exists() else ""
         if current != text:
             print(f"{REFERENCE.relative_to(ROOT)} is stale: run `make docs-reference`")
+            lines = difflib.unified_diff(
+                current.splitlines(), text.splitlines(), "committed", "--help now", lineterm=""
+            )
+            print("\n".join(list(lines)[:60]))
             return 1
         return 0
     REFERENCE.parent.mkdir(parents=True, exist_ok=True)
