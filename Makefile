@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO := build/demo
 
-.PHONY: demo test test-fast lint setup shipped-renders node-catalogue
+.PHONY: demo test test-fast lint setup docs docs-reference shipped-renders node-catalogue
 
 $(BIN)/n8nlock: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,15 +22,15 @@ demo: setup
 ## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
 ## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x, then the lock
 ## suites once more against 2.41.1 in queue mode (main, 2 workers, PostgreSQL, Redis).
-test: setup lint
+test: setup lint docs
 	$(BIN)/pytest
 	N8NLOCK_TEST_N8N_VERSIONS=1.123.81 $(BIN)/pytest tests/e2e
 	N8NLOCK_TEST_TOPOLOGY=queue N8NLOCK_TEST_N8N_VERSIONS=2.41.1 $(BIN)/pytest tests/e2e -m queue_suite
 
-## test-fast: set up, then run lint, types and every test that needs no n8n (under a minute).
-## It leaves out the tests marked e2e (n8n) and slow (packaging, pre-commit, the model check);
-## `make test` runs those too.
-test-fast: setup lint
+## test-fast: set up, then run lint, types, the docs build and every test that needs no n8n
+## (under a minute). It leaves out the tests marked e2e (n8n) and slow (packaging, pre-commit,
+## the model check); `make test` runs those too.
+test-fast: setup lint docs
 	$(BIN)/pytest -m "not e2e and not slow"
 
 lint: setup
@@ -45,3 +45,13 @@ shipped-renders: setup
 ## node-catalogue: regenerate n8n_lockkit/data/node_types.json (installs each supported n8n)
 node-catalogue: setup
 	$(BIN)/python -m scripts.gen_node_catalogue --write
+
+## docs: build the docs site (docs/, mkdocs.yml) with --strict: a broken link, a missing anchor or
+## a page left out of the nav fails it.
+docs: setup
+	$(BIN)/mkdocs build --strict --site-dir build/site
+
+## docs-reference: write docs/reference/cli.md again from every command's --help
+## (tests/cli/test_cli_reference.py fails when it is stale).
+docs-reference: setup
+	$(BIN)/python -m scripts.gen_cli_reference

@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     print("\nWhere one uncontended v2 call spends its time:\n")
     print("\n".join(costs_table(results)))
-    print("\nREADME performance text (paste as is):\n")
+    print("\ndocs/performance.md text (paste as is):\n")
     print(report(results, args, argv))
     if args.output:
         document = {"command": command(argv), "arguments": vars(args) | {"output": None}}

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 
 class ExitCode(enum.IntEnum):
-    """Exit codes, documented in the README."""
+    """Exit codes, documented in docs/exit-codes.md."""
 
     OK = 0
     FINDINGS = 1  # validate found errors

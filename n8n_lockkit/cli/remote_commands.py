@@ -55,7 +55,7 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
 )
 @redis_url_option(
     "Where to check that no caller of the lock format before engine v2 still waits "
-    "(README: Upgrading), instead of the env file's redis: record."
+    "(docs/upgrading.md), instead of the env file's redis: record."
 )
 @click.option(
     "--no-drain-check",

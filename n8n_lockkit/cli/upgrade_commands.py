@@ -24,7 +24,7 @@ from n8n_lockkit.cli.output import echo_json, plan_as_dict, show_plan, warn
     "--inline",
     is_flag=True,
     help="Also move locks that call the lock_acquisition / lock_release primitives into the "
-    "workflows themselves (the faster form; see the README's Performance section).",
+    "workflows themselves (the faster form; see docs/performance.md).",
 )
 @dry_run_option
 @output_option()
@@ -43,7 +43,7 @@ def upgrade(
     --force-overwrite), wraps every wrapped workflow again in place with the scope, TTL,
     wait, slots, error handler, renewals and rate limit it already has, and registers what
     the envs now need. All files change together, or none. Running it again changes
-    nothing. Then push what it lists; before that push, read "Upgrading" in the README:
+    nothing. Then push what it lists; before that push, read docs/upgrading.md:
     callers still waiting in the old format must finish first (push checks).
 
     \b

@@ -111,7 +111,7 @@ def v1_warning(scopes: list[str]) -> str:
     return (
         f"{len(scopes)} lock(s) of the format before engine v2 still held ({shown}): engine "
         f"v2 waits for them, but an older n8nlock's lock does not see engine v2's; `n8nlock "
-        f"upgrade`, then push (README: Upgrading) (keys {keys.LOCK_PREFIX}<scope>"
+        f"upgrade`, then push (docs/upgrading.md) (keys {keys.LOCK_PREFIX}<scope>"
         f"{keys.META_SUFFIX})"
     )
 

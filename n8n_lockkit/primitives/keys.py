@@ -2,7 +2,7 @@
 
 Engine v2 is a ticket lock with N lanes, N = `--max-concurrent` (1: a mutex). Format 3 made
 it stall-safe: the holder's record is per ticket, and a caller that entered late checks that
-nobody skipped it (README, *The lock engine*). The JavaScript in `templates/js/engine/lock/` builds
+nobody skipped it (docs/lock-engine.md). The JavaScript in `templates/js/engine/lock/` builds
 the same names; `tests/e2e` proves both agree.
 
 - `n8n-lock-<scope>:ticket`: INCR by every arrival. A scalar without TTL: the ticket is the
@@ -66,7 +66,7 @@ SKIP_GRACE_SECONDS = 5
 # A caller that wrote its record within this long of drawing its ticket enters without reading
 # its `gone` mark: a caller behind it skips it only after SKIP_GRACE_SECONDS of quiet that began
 # after that ticket was drawn, so it would have seen the record. The rest of the grace covers
-# clocks that run at different rates (README, *The lock engine*).
+# clocks that run at different rates (docs/lock-engine.md).
 SAFE_ENTRY_MS = SKIP_GRACE_SECONDS * 1000 - 500
 # A skip mark outlives any stall of the skipped caller shorter than its lease.
 GONE_MIN_TTL_SECONDS = 86400

@@ -229,7 +229,7 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
     request = [*_HANDOVER, ("max_concurrent", "number")]
     _, check = _holder_check(g, LOCK_RELEASE, request, "Release")
     # A lock of the format before engine v2, taken before an upgrade's push: delete its
-    # counter and record as that format did (README Upgrading).
+    # counter and record as that format did (docs/upgrading.md).
     old_held = g.add(
         nodekit.if_node(
             key, "old-held", "Old Format Held?", [5 * STEP, -2 * engine.ROW],

@@ -1,7 +1,8 @@
-"""Every command has help with an example, and the README documents it."""
+"""Every command has help with an example, and the README and docs/commands.md document it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,9 +25,10 @@ def test_every_command_has_help_with_an_example(name: str) -> None:
             assert parameter.help, f"{name} {parameter.opts} has no help"
 
 
+@pytest.mark.parametrize("page", ["README.md", "docs/commands.md"])
 @pytest.mark.parametrize("name", COMMANDS)
-def test_the_readme_documents_every_command(name: str) -> None:
-    assert f"n8nlock {name}" in (ROOT / "README.md").read_text()
+def test_the_readme_and_the_commands_page_document_every_command(name: str, page: str) -> None:
+    assert f"n8nlock {name}" in (ROOT / page).read_text(), f"{page} leaves out n8nlock {name}"
 
 
 def test_python_dash_m_runs_the_cli() -> None:
@@ -73,3 +75,18 @@ def test_every_skill_has_front_matter(skill: Path) -> None:
 @pytest.mark.parametrize("topic", TOPICS)
 def test_the_skills_cover_each_topic(topic: str) -> None:
     assert any(topic in skill.read_text() for skill in SKILLS), f"no skill covers {topic!r}"
+
+
+def test_the_readme_is_a_front_door() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines (at most 200): move text to docs/"
+    first_screen = "\n".join(lines[:15])
+    assert "make demo" in first_screen and "make test" in first_screen
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *SKILLS], ids=lambda p: p.name)
+def test_relative_links_resolve(page: Path) -> None:
+    """mkdocs --strict checks the links inside docs/; these pages link into it from outside."""
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+        if "://" not in target:
+            assert (page.parent / target).exists(), f"{page.name} links to missing {target}"

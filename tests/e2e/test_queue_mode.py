@@ -195,7 +195,7 @@ def test_a_worker_killed_mid_hold_frees_the_lock_by_its_ttl_and_blocks_nobody_lo
         f"killed {holder.worker.name} running execution {holder.execution} (status then: "
         f"{status}); waiters lost with it: {died_in_line}; callers got: {got}"
     )
-    assert status == "running", "n8n noticed the crash at once: update the README"
+    assert status == "running", "n8n noticed the crash at once: update docs/queue-mode.md"
     assert [lk["action"] for lk in json.loads(reap.stdout)["locks"]] == ["kept"], reap.stdout
     expiry = float(holder.record["expires_ms"])
     entries = [start["t"] for start in _sink_starts(lockbed, unique_name)[1:]]

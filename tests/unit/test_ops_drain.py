@@ -41,7 +41,7 @@ def test_push_is_refused_while_format_1_callers_wait(redis_client: redis.Redis) 
     with pytest.raises(OldFormatWaiters) as refused:
         require_drained(old_format_activity(redis_client))
     assert refused.value.exit_code == ExitCode.DRAIN
-    assert int(ExitCode.DRAIN) == 6  # documented in the README's exit codes
+    assert int(ExitCode.DRAIN) == 6  # documented in docs/exit-codes.md
     assert "still wait on orders (1)" in refused.value.message
     assert "--no-drain-check" in str(refused.value.hint)
 

@@ -1,8 +1,8 @@
 """Format stamps: a file n8nlock made in another format than this n8nlock writes.
 
 A workspace that mixes formats mixes lock engines: a wrapped workflow of format 1 and one of
-format 2 do not exclude each other on one scope until both are upgraded and pushed (README
-Upgrading). Every such file is flagged, so a mixed workspace shows each file to upgrade.
+format 2 do not exclude each other on one scope until both are upgraded and pushed
+(docs/upgrading.md). Every such file is flagged, so a mixed workspace shows each file to upgrade.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def format_current(ctx: WorkflowContext) -> Iterator[Problem]:
             where,
             f"made by n8nlock format {found}; this n8nlock writes format {formats.FORMAT}, "
             "whose locks do not exclude this file's until both are upgraded",
-            "run `n8nlock upgrade`, then push (README: Upgrading)",
+            "run `n8nlock upgrade`, then push (docs/upgrading.md)",
         )
     else:
         yield Problem(

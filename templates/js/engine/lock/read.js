@@ -62,7 +62,7 @@ return {
     { key: `${ctx.base}:hold_ms` },
     // A holder of format 2 keeps its record here (format 3 writes only a copy, marked so).
     { key: `${ctx.base}:meta:${lane}` },
-    // The counter of the format before engine v2: its holder keeps the scope (README Upgrading).
+    // The counter of the format before engine v2: its holder keeps the scope (docs/upgrading.md).
     { key: ctx.base },
     ...window.flatMap((k) => [{ key: `${ctx.base}:holder:${k}` }, { key: `${ctx.base}:gone:${k}` }]),
   ],

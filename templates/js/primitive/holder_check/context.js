@@ -28,7 +28,7 @@ return {
   lock_id: lockId,
   ttl_seconds: ttl,
   // The record of the format before engine v2 too: a caller that took its lock before an
-  // upgrade releases it through this primitive after the push (README Upgrading).
+  // upgrade releases it through this primitive after the push (docs/upgrading.md).
   read: [
     ...lanes.map((lane) => ({ key: `${base}:meta:${lane}` })),
     ...(ticket === null ? [] : [{ key: `${base}:holder:${ticket}` }]),
