@@ -1,4 +1,5 @@
-"""Generators of the package data n8nlock ships and of the docs' CLI reference, run by hand from a checkout (`make` targets).
+"""Generators of the package data n8nlock ships and of the docs' CLI reference, run by hand
+from a checkout (`make` targets).
 
 - gen_shipped_renders.py (`make shipped-renders`): n8n_lockkit/primitives/shipped_renders.json
 - gen_node_catalogue.py (`make node-catalogue`): n8n_lockkit/data/node_types.json
