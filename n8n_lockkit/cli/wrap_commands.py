@@ -17,6 +17,8 @@ from n8n_lockkit.cli.common_options import (
 )
 from n8n_lockkit.cli.completion import workflow_keys
 
+# primitives.overlap.ON_BUSY, spelled out so that --help need not import the primitives.
+ON_BUSY = ("wait", "error", "skip", "buffer-one")
 # rewrite.wrap.ON_DENIED and ALGORITHMS, spelled out so that --help need not import the
 # rewriter (a test keeps them equal).
 ON_DENIED = ("passthrough", "stop", "error", "wait")
@@ -68,7 +70,15 @@ def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
     "settings.executionTimeout + 60 s, else 3600 s.",
 )
 @max_wait_option(86400, "How long an execution waits for the lock before it fails.")
-@click.option("--fail-fast", is_flag=True, help="Fail at once instead of waiting for the lock.")
+@click.option(
+    "--on-busy",
+    type=click.Choice(ON_BUSY),
+    default=None,
+    help="What an execution does when the scope is busy: wait for its turn (default), error "
+    "(fail at once), skip (end at once with a skipped answer), or buffer-one (wait only when "
+    "nobody else waits: run once more after the current run, skip the rest).  [default: wait]",
+)
+@click.option("--fail-fast", is_flag=True, help="Same as --on-busy error.")
 @click.option(
     "--lock-on-error",
     is_flag=True,
@@ -107,6 +117,7 @@ def add_lock_to_workflow(
     scope: str,
     ttl_seconds: int | None,
     max_wait_seconds: int,
+    on_busy: str | None,
     fail_fast: bool,
     lock_on_error: bool,
     renew_before: Sequence[str],
@@ -132,6 +143,8 @@ def add_lock_to_workflow(
             --ttl-seconds 120 --renew-before "Handle Batch" --lock-on-error
         n8nlock add-lock-to-workflow --workflow-key enrich --scope-expression openai \\
             --max-concurrent 3
+        n8nlock add-lock-to-workflow --workflow-key nightly --scope-expression nightly \\
+            --on-busy buffer-one
     """
     from n8n_lockkit.rewrite import plans as rewrite
     from n8n_lockkit.rewrite.wrap import LockConfig
@@ -139,11 +152,13 @@ def add_lock_to_workflow(
 
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
+    if fail_fast and on_busy not in (None, "error"):
+        raise click.UsageError(f"--fail-fast (--on-busy error) contradicts --on-busy {on_busy}")
     config = LockConfig(
         scope,
         ttl_seconds,
         max_wait_seconds,
-        fail_fast,
+        "error" if fail_fast else on_busy or "wait",
         lock_on_error,
         tuple(renew_before),
         max_concurrent,

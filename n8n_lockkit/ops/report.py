@@ -155,6 +155,7 @@ def stats_lines(stats: Sequence[ScopeStats]) -> list[str]:
         "WAITED",
         "TIMEOUT",
         "BUSY",
+        "SKIPPED",
         "FORCED",
         "REAPED",
         "HEALED",

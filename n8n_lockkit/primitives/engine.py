@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.primitives import keys
+from n8n_lockkit.primitives import keys, overlap
 from n8n_lockkit.primitives.nodekit import (
     _NODE_IDS,
     CELL,
@@ -102,6 +102,7 @@ class LockInputs:
     ttl_seconds: Any = None
     max_wait_seconds: Any = None
     wait: Any = True
+    on_busy: Any = None  # wait | error | skip | buffer-one; None: from `wait` (wait or error)
     slots: Any = 1
     execution_id: Any = "={{ $execution.id }}"
     workflow_id: Any = "={{ $workflow.id }}"
@@ -125,6 +126,7 @@ def _input_js(inputs: LockInputs) -> str:
         "ttl_seconds": inputs.ttl_seconds,
         "max_wait_seconds": inputs.max_wait_seconds,
         "wait": inputs.wait,
+        "on_busy": inputs.on_busy,
         "slots": inputs.slots,
         "execution_id": inputs.execution_id,
         "workflow_id": inputs.workflow_id,
@@ -141,9 +143,14 @@ def acquire(
     origin: tuple[int, int],
     names: Names = UNLABELLED,
     options: EngineOptions = EngineOptions(),
+    skips: bool = False,
 ) -> Group:
     """The acquire chain. `entry` takes the caller's items (the first one is read); the exit
-    `held` gives the held lock's record (one item per SET), `refused` nothing (it stops)."""
+    `held` gives the held lock's record (one item per SET), a refusal stops the execution.
+
+    With `skips` (a policy that may skip: skip, buffer-one, or one known only at run time) the
+    exit `skipped` gives one item, the skipped answer {skipped, reason, scope, on_busy,
+    holder_execution_id}."""
     g = Group()
     n = names
     context, ticket_items, take_ticket = (
@@ -200,6 +207,7 @@ def acquire(
         "__MIN_POLL_MS__": str(MIN_POLL_MS),
         "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
         "__LOOK_WINDOW__": str(LOOK_WINDOW),
+        "__BUFFER_WINDOW__": str(overlap.BUFFER_WINDOW),
         "__HANDOFF_MS__": str(HANDOFF_MS),
         "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
         "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
@@ -348,7 +356,10 @@ def acquire(
             {"errorType": "errorMessage", "errorMessage": f"={{{{ {message} }}}}"},
         )
     )
-    g.connect(enter, 1, keep_waiting)
+    if skips:
+        overlap.skipped_exit(g, key, names, enter, keep_waiting, context, decide)
+    else:
+        g.connect(enter, 1, keep_waiting)
     g.connect(keep_waiting, 0, sleep)
     g.connect(sleep, 0, look)
     g.connect(keep_waiting, 1, skip_test)
@@ -370,7 +381,7 @@ def acquire(
     g.connect(leave, 0, leave_items)
     g.connect(leave_items, 0, count_leave)
     g.connect(count_leave, 0, refused)
-    g.place(origin, ACQUIRE_CELLS, STEP, ROW)
+    g.place(origin, {**ACQUIRE_CELLS, **overlap.CELLS} if skips else ACQUIRE_CELLS, STEP, ROW)
     return g
 
 

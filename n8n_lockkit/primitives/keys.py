@@ -36,8 +36,9 @@ the same names; `tests/e2e` proves both agree.
 - `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> JSON {lock_id, ticket, slots}, TTL
   + 1 hour: the cleanup index (execution ids repeat across n8n instances; workflow ids do not).
 - `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days: arrived (every caller),
-  busy, timeout, waited and wait_le_<bucket> (callers that waited), healed, force_released,
-  reaped. Acquired = arrived - busy - timeout; those that did not wait are in the first bucket.
+  busy, timeout, skipped (--on-busy skip, buffer-one), waited and wait_le_<bucket> (callers that
+  waited), healed, force_released, reaped. Acquired = arrived - busy - timeout - skipped; those
+  that did not wait are in the first bucket.
 
 Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fence` and
 `n8nlock:arrived:`/`n8nlock:left:`; the `*_v1` names below read it for the upgrade check.

@@ -121,6 +121,7 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
                 ("workflow_id", "string"),
                 ("workflow_name", "string"),
                 ("max_concurrent", "number"),
+                ("on_busy", "string"),
             ],
         )
     )
@@ -133,6 +134,7 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
                 ("ttl_seconds", "ttl_seconds"),
                 ("max_wait_seconds", "max_wait_seconds"),
                 ("wait", "wait_till_lock_released"),
+                ("on_busy", "on_busy"),
                 ("slots", "max_concurrent"),
                 ("execution_id", "execution_id"),
                 ("workflow_id", "workflow_id"),
@@ -142,7 +144,9 @@ def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
         }
     )
     names = nodekit.Names()
-    acquire = engine.acquire(key, inputs, (STEP, 0), names, options)
+    # The policy is an input, known at run time: the chain can always skip (a skipped caller
+    # gets the skipped answer, `acquired: false`, as the sub-workflow's output).
+    acquire = engine.acquire(key, inputs, (STEP, 0), names, options, skips=True)
     _merge(g, acquire)
     g.connect(trigger, 0, acquire.entry)
     decision = _first(names("Lock Decide"))

@@ -25,7 +25,7 @@ class LockConfig:
     scope: str
     ttl_seconds: int | None = 86400  # None: add-lock-to-workflow picks it from the workflow
     max_wait_seconds: int = 86400
-    fail_fast: bool = False
+    on_busy: str = "wait"  # wait | error (--fail-fast) | skip | buffer-one (engine.ON_BUSY)
     lock_on_error: bool = False
     renew_before: tuple[str, ...] = ()  # body nodes that renew the lock before they run
     max_concurrent: int = 1  # N > 1: a semaphore of N slots

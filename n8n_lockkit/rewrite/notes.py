@@ -31,10 +31,14 @@ def lock(key: str, config: LockConfig) -> str:
     at_once = (
         "one at a time" if config.max_concurrent == 1 else f"{config.max_concurrent} at a time"
     )
-    waits = (
-        "the others fail at once"
-        if config.fail_fast
-        else f"the others wait here in arrival order, up to {config.max_wait_seconds} s"
+    waits = {
+        "error": "the others fail at once",
+        "skip": "the others end at once with a skipped answer",
+        "buffer-one": "one more waits here for its turn, the others end at once with a "
+        "skipped answer",
+    }.get(
+        config.on_busy,
+        f"the others wait here in arrival order, up to {config.max_wait_seconds} s",
     )
     return "\n".join(
         [

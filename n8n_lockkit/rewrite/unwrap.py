@@ -139,6 +139,10 @@ def _rate_shift(workflow: Workflow) -> int:
     return INLINE_RATE_SHIFT if "rate-context" in roles else 0
 
 
+def _fail_fast_policy(fail_fast: object) -> str:
+    return "error" if fail_fast else "wait"
+
+
 def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
     lock = rate = None
     values = _values(workflow, "lock-acquire")
@@ -155,7 +159,8 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
                 scope=str(inline["scope"]),
                 ttl_seconds=int(inline["ttl_seconds"]),
                 max_wait_seconds=int(inline["max_wait_seconds"]),
-                fail_fast=bool(inline["fail_fast"]),
+                # A lock wrapped before overlap policies wrote fail_fast.
+                on_busy=str(inline.get("on_busy") or _fail_fast_policy(inline.get("fail_fast"))),
                 max_concurrent=int(inline["max_concurrent"]),
                 lock_on_error=lock_on_error,
                 renew_before=renew_before,
@@ -165,7 +170,7 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
                 scope=str(values["scope"]),
                 ttl_seconds=int(values["ttl_seconds"]),
                 max_wait_seconds=int(values["max_wait_seconds"]),
-                fail_fast=values.get("wait_till_lock_released") is False,
+                on_busy="error" if values.get("wait_till_lock_released") is False else "wait",
                 max_concurrent=int(values.get("max_concurrent") or 1),
                 via_subworkflow=True,
                 lock_on_error=lock_on_error,

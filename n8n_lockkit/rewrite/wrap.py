@@ -34,7 +34,7 @@ import copy
 import dataclasses
 import json
 
-from n8n_lockkit.primitives import engine, nodekit, rate
+from n8n_lockkit.primitives import engine, nodekit, overlap, rate
 from n8n_lockkit.rewrite import configs, graph, notes, shape
 from n8n_lockkit.rewrite.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
@@ -130,7 +130,7 @@ def _acquire(
         "scope": config.scope,
         "ttl_seconds": config.ttl_seconds,
         "execution_id": "={{ $execution.id }}",
-        "wait_till_lock_released": not config.fail_fast,
+        "wait_till_lock_released": config.on_busy != "error",
         "max_wait_seconds": config.max_wait_seconds,
         "max_concurrent": config.max_concurrent,
         "workflow_id": "={{ $workflow.id }}",
@@ -179,10 +179,14 @@ def _acquire_inline(
         scope=config.scope,
         ttl_seconds=config.ttl_seconds,
         max_wait_seconds=config.max_wait_seconds,
-        wait=not config.fail_fast,
+        on_busy=config.on_busy,
         slots=config.max_concurrent,
     )
-    group = engine.acquire(b.key, inputs, (x + STEP, 0), nodekit.Names(label))
+    skips = config.on_busy in overlap.SKIPPING
+    names = nodekit.Names(label)
+    group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips)
+    if skips and _responds_by_node(b.workflow, entry):
+        _respond_skipped(b.key, group, names)
     name = b.name(notes.LOCK_NOTE, trigger)
     b.stack(Block("frame-lock", name, notes.lock(b.key, config), b.add_group(group)))
     context = b.node(group.entry)
@@ -205,12 +209,34 @@ def _acquire_inline(
     return nodekit.Names(label)("Lock Decide"), restore
 
 
+def _responds_by_node(workflow: Workflow, entry: Entry) -> bool:
+    """Whether the entry is a webhook that answers with a Respond to Webhook node."""
+    trigger = next(n for n in graph.nodes(workflow) if n["name"] == entry.node)
+    parameters = graph.as_dict(trigger.get("parameters"))
+    return parameters.get("responseMode") == "responseNode"
+
+
+def _respond_skipped(key: str, group: nodekit.Group, names: nodekit.Names) -> None:
+    """A skipped caller of a webhook that answers with a Respond to Webhook node gets the
+    skipped answer from one of ours (the body's own never runs)."""
+    ((answer, _),) = group.exits["skipped"]
+    x, y = next(n["position"] for n in group.nodes if n["name"] == answer)
+    respond = group.add(
+        nodekit.node(
+            key, "lock-skipped-response", names("Lock Skipped Response"),
+            "n8n-nodes-base.respondToWebhook", 1.1, [x + engine.STEP, y],
+            {"respondWith": "firstIncomingItem", "options": {}},
+        )
+    )  # fmt: skip
+    group.connect(answer, 0, respond)
+
+
 def _config_note(config: LockConfig) -> dict[str, object]:
     return {
         "scope": config.scope,
         "ttl_seconds": config.ttl_seconds,
         "max_wait_seconds": config.max_wait_seconds,
-        "fail_fast": config.fail_fast,
+        "on_busy": config.on_busy,
         "max_concurrent": config.max_concurrent,
     }
 
@@ -397,6 +423,11 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
     if lock is None and not rates:
         return workflow
     shape.check_shape(workflow)
+    if lock and lock.via_subworkflow and lock.on_busy in overlap.SKIPPING:
+        raise configs.WrapError(
+            f"--on-busy {lock.on_busy} needs the inline lock",
+            hint="drop --via-subworkflow (direct callers pass on_busy to lock_acquisition)",
+        )
     entries = trigger_entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
     graph.shift_body(

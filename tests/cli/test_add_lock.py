@@ -89,7 +89,7 @@ def test_other_flags_update_the_lock_in_place(locked: Path, invoke: Invoke) -> N
     result = invoke(*base, "--fail-fast", "--ttl-seconds", "30", cwd=locked)
     assert result.exit_code == 0, explain(result)
     lock = lock_config(locked, "code_heavy")
-    assert lock.ttl_seconds == 30 and lock.fail_fast is True
+    assert lock.ttl_seconds == 30 and lock.on_busy == "error"
     assert node_names(locked, "code_heavy").count("Lock Context") == 1
 
 

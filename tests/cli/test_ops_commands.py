@@ -551,20 +551,23 @@ def test_reap_with_a_refused_api_key_changes_nothing(
 def test_stats_in_every_format(ws: Path, invoke: Invoke, redis_client: redis.Redis) -> None:
     seconds, _ = redis_client.time()
     prefix = f"n8nlock:stats:{datetime.fromtimestamp(seconds, tz=timezone.utc):%Y%m%d%H}"
-    redis_client.set(f"{prefix}:arrived:order-1", 4)
+    redis_client.set(f"{prefix}:arrived:order-1", 6)
     redis_client.set(f"{prefix}:busy:order-1", 1)
+    redis_client.set(f"{prefix}:skipped:order-1", 2)
     redis_client.set(f"{prefix}:waited:order-1", 1)
     redis_client.set(f"{prefix}:wait_le_5:order-1", 1)
     text = invoke("stats", cwd=ws)
     assert text.exit_code == 0, explain(text)
+    assert text.stdout.splitlines()[0].split()[3:6] == ["TIMEOUT", "BUSY", "SKIPPED"]
     assert text.stdout.splitlines()[1].split() == [
-        "order-1", "3", "1", "0", "1", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
+        "order-1", "3", "1", "0", "1", "2", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
     ]  # fmt: skip
     document = json.loads(invoke("stats", "--hours", "1", "-o", "json", cwd=ws).stdout)
     assert document["hours"] == 1 and document["scopes"][0]["acquired"] == 3
     assert document["scopes"][0]["wait_seconds"]["p50"] == 0.1
     prom = invoke("stats", "-o", "prometheus", cwd=ws)
     assert 'n8nlock_lock_events{event="acquired",scope="order-1"} 3.0' in prom.stdout
+    assert 'n8nlock_lock_events{event="skipped",scope="order-1"} 2.0' in prom.stdout
     assert prom.stderr == ""
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from n8n_lockkit.cli import common_options, main, wrap_commands
 from n8n_lockkit.ops import redis_access
+from n8n_lockkit.primitives import overlap
 from n8n_lockkit.rewrite import wrap
 from tests.conftest import Invoke, explain
 
@@ -92,4 +93,5 @@ def test_the_cli_spells_the_library_constants_as_the_library_does() -> None:
     assert tuple(getattr(on_denied.type, "choices", ())) == wrap.ON_DENIED
     assert wrap_commands.ON_DENIED == wrap.ON_DENIED
     assert wrap_commands.ALGORITHMS == wrap.ALGORITHMS
+    assert wrap_commands.ON_BUSY == overlap.ON_BUSY
     assert common_options.URL_VARIABLE == redis_access.URL_VARIABLE

@@ -34,6 +34,7 @@ QUEUE_SUITE = frozenset(
         "test_wrapped_corpus.py",
         "test_queue_mode.py",
         "test_lock_stalls.py",
+        "test_overlap_policies.py",
     }
 )
 

@@ -31,6 +31,7 @@ CORPUS = Path(__file__).parent.parent / "corpus"
 SKILL_ORDER = [
     "n8nlock-create-lock",
     "n8nlock-add-lock-to-workflow",
+    "n8nlock-overlap-policies",
     "n8nlock-add-rate-limit",
     "n8nlock-validate-in-ci",
     "n8nlock-push-and-credentials",
@@ -40,7 +41,12 @@ SKILL_ORDER = [
 ]
 # The locks the operate-locks skill shows, releases and reaps.
 STUCK_SCOPES = ("order-1001", "order-1002")
-EXPORTED = {"orders": "order_update", "invoices": "code_heavy", "enrich": "merge_branches"}
+EXPORTED = {
+    "orders": "order_update",
+    "invoices": "code_heavy",
+    "enrich": "merge_branches",
+    "sync": "schedule_sync",
+}
 FORMAT1 = Path(__file__).parent.parent / "fixtures" / "upgrade" / "format1" / "workflows"
 
 

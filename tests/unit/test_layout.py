@@ -24,7 +24,7 @@ FORMS: dict[str, tuple[LockConfig | None, Rates]] = {
     "lock+rate": (LOCK, RATE),
     "lock+waiting rate": (LOCK, dataclasses.replace(RATE, on_denied="wait")),
     "rate": (None, RATE),
-    "semaphore, fail fast": (dataclasses.replace(LOCK, max_concurrent=3, fail_fast=True), None),
+    "semaphore, fail fast": (dataclasses.replace(LOCK, max_concurrent=3, on_busy="error"), None),
     "via sub-workflow": (dataclasses.replace(LOCK, via_subworkflow=True), RATE),
 }
 

@@ -38,13 +38,15 @@ def test_counters_are_summed_over_the_hours_asked_for(redis_client: redis.Redis)
     count(redis_client, 2, "reaped", "order-1", 2)
     count(redis_client, 0, "timeout", "order-1", 1)
     count(redis_client, 0, "busy", "order-1", 2)
+    count(redis_client, 5, "skipped", "order-1", 1)
     entry = collect(redis_client)["order-1"]
     assert entry.arrived == 9
     assert entry.counts == {
-        "acquired": 6,
+        "acquired": 5,
         "waited": 0,
         "timeout": 1,
         "busy": 2,
+        "skipped": 1,
         "force_released": 1,
         "reaped": 2,
         "healed": 1,

@@ -115,6 +115,7 @@ def test_acquire_trigger_keeps_the_seed_contract() -> None:
         "workflow_id",
         "workflow_name",
         "max_concurrent",
+        "on_busy",  # added after the seed's inputs: callers that do not pass it keep their policy
     ]
     assert trigger["parameters"]["inputSource"] == "workflowInputs"
 

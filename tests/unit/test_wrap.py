@@ -18,7 +18,7 @@ from tests.conftest import assert_golden
 CORPUS = Path(__file__).parent.parent / "corpus"
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "wrap"
 NAMES = sorted(p.name.removesuffix(".template.json") for p in CORPUS.glob("*.template.json"))
-LOCK = LockConfig("={{ 'order-' + $json.body.orderId }}", 300, 60, False, True)
+LOCK = LockConfig("={{ 'order-' + $json.body.orderId }}", 300, 60, "wait", True)
 SUB = dataclasses.replace(LOCK, via_subworkflow=True)  # the form that calls the primitives
 RATE = RateLimitConfig("=api-{{ $json.body.customer }}", 5, 60, "passthrough")
 
@@ -186,7 +186,7 @@ def test_a_different_error_workflow_is_not_overwritten() -> None:
 def test_lock_on_error_sets_the_handler_and_is_removed_with_the_flag() -> None:
     wrapped = wrap(load("code_heavy"), "code_heavy", LOCK, None)
     assert wrapped["settings"]["errorWorkflow"] == HANDLER_ID
-    without = LockConfig(LOCK.scope, LOCK.ttl_seconds, LOCK.max_wait_seconds, False, False)
+    without = LockConfig(LOCK.scope, LOCK.ttl_seconds, LOCK.max_wait_seconds, "wait", False)
     assert "errorWorkflow" not in wrap(unwrap(wrapped), "code_heavy", without, None)["settings"]
 
 
@@ -332,7 +332,7 @@ def test_no_shape_of_a_workflow_makes_wrap_or_unwrap_fail_unexpectedly(name: str
 
 
 def test_renewal_runs_before_the_named_node_in_a_loop_and_unwraps() -> None:
-    config = LockConfig(LOCK.scope, 120, 60, False, False, ("Handle Batch",))
+    config = LockConfig(LOCK.scope, 120, 60, "wait", False, ("Handle Batch",))
     body = load("batch_loop")
     wrapped = wrap(body, "batch_loop", config, None)
     renew = next(n for n in wrapped["nodes"] if n["name"] == "Lock Renew (Handle Batch)")

@@ -19,6 +19,15 @@ const ttl = whole('ttl_seconds', input.ttl_seconds, __DEFAULT_TTL__);
 const maxWait = whole('max_wait_seconds', input.max_wait_seconds, __DEFAULT_MAX_WAIT__);
 const slots = whole('max_concurrent', input.slots, 1);
 const wait = !(input.wait === false || input.wait === 'false');
+// The overlap policy: what a caller does when the scope is busy. `wait` (the default) and
+// `error` (wait_till_lock_released=false, --fail-fast) as before; `skip` ends at once with a
+// skipped answer; `buffer-one` waits when nobody else waits in its lane, else skips.
+const policies = ['wait', 'error', 'skip', 'buffer-one'];
+const policy = text(input.on_busy) || (wait ? 'wait' : 'error');
+if (!policies.includes(policy)) {
+  throw new Error(`n8nlock lock: on_busy must be one of ${policies.join(', ')}, got ${JSON.stringify(input.on_busy)}`);
+}
+const waits = policy === 'wait' || policy === 'buffer-one';
 const executionId = text(input.execution_id) || String($execution.id);
 const workflowId = text(input.workflow_id) || 'unknown';
 const now = Date.now();
@@ -26,7 +35,7 @@ const hour = new Date(now).toISOString().slice(0, 13).replace(/[-T]/g, '');
 const base = `n8n-lock-${scope}`;
 return {
   problem: null,
-  scope, base, slots, wait,
+  scope, base, slots, wait: waits, on_busy: policy,
   ttl_seconds: ttl,
   max_wait_seconds: maxWait,
   execution_id: executionId,
@@ -48,7 +57,7 @@ return {
   incr: [
     { key: `n8nlock:stats:${hour}:arrived:${scope}`, expire: true, ttl: __STATS_TTL__ },
     ...(slots === 1 ? [{ key: `${base}:fast`, expire: false, ttl: 1 }] : []),
-    ...(slots === 1 && wait ? [{ key: `${base}:hold_ms`, expire: false, ttl: 1 }] : []),
+    ...(slots === 1 && policy === 'wait' ? [{ key: `${base}:hold_ms`, expire: false, ttl: 1 }] : []),
     { key: `${base}:ticket`, expire: false, ttl: 1 },
   ],
 };

@@ -132,20 +132,53 @@ const releasedHead = quiet && meta !== null && meta !== undefined && meta.releas
 out.released_head = releasedHead;
 const leftHead = releasedHead && before && before.head === head && before.released_head === true;
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= __SKIP_GRACE_MS__;
-if (markedHead || leftHead || graceOver) {
-  return {
-    // The next head is watched from a later look of its own, never from this one's watch.
-    ...out, head: head + N, quiet_since: null, state: 'skip',
-    skip: [
-      { key: `${ctx.base}:gone:${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
-      { key: `${ctx.base}:served:${look.lane}`, type: 'string', value: String(head), ttl: 0 },
-    ],
-  };
-}
-if (!ctx.wait) {
-  // Fail-fast: a marked head was skipped above; any other head, or a ticket before mine that
-  // has not left yet, is busy.
+const skipHead = () => ({
+  // The next head is watched from a later look of its own, never from this one's watch.
+  ...out, head: head + N, quiet_since: null, state: 'skip',
+  skip: [
+    { key: `${ctx.base}:gone:${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
+    { key: `${ctx.base}:served:${look.lane}`, type: 'string', value: String(head), ttl: 0 },
+  ],
+});
+if (markedHead || leftHead || graceOver) return skipHead();
+// The overlap policy (context.js). `error` (fail-fast): a marked head was skipped above; any
+// other head, or a ticket before mine that has not left yet, is busy.
+if (ctx.on_busy === 'error') {
   return giveUp('busy', 'busy', `Lock acquisition failed (fail-fast): scope '${ctx.scope}' is held by ${holder}. Caller passed wait_till_lock_released=false.`);
+}
+// A skipped caller leaves the line (Lock Skip Leave): its `gone` mark holds when it left, which
+// tells later skip callers how long the head before it has been quiet at least.
+const skipped = () => ({
+  ...out, state: 'skipped',
+  message: `Skipped: scope '${ctx.scope}' is busy (held by ${holder}); on_busy is ${ctx.on_busy}.`,
+  gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl, at: String(now) },
+  count: stat('skipped'),
+  holder_execution_id: holding && meta ? String(meta.execution_id) : null,
+});
+if (ctx.on_busy === 'skip') {
+  // Busy while the head holds, or has not entered yet: it drew its ticket just before mine and
+  // is about to enter, or it died. Dead only when a caller after it left a mark more than the
+  // grace ago: the head was drawn before that and never entered since (a waiter's watch, kept
+  // in the marks, since a skip caller does not stay to watch).
+  const left = [];
+  for (let k = head + N; k < t; k += N) {
+    const at = Number(marks[k]);
+    if (marks[k] !== undefined && marks[k] !== null && at > 1e12) left.push(at);
+  }
+  const quietSince = left.length > 0 ? Math.min(...left) : null;
+  const dead = !holding && !blocked && quietSince !== null && now - quietSince >= __SKIP_GRACE_MS__;
+  return dead ? skipHead() : skipped();
+}
+if (ctx.on_busy === 'buffer-one') {
+  // Wait only when no ticket between the head and mine (in my lane) still waits: one that has
+  // not left a mark may still enter. Unread tickets count as waiting once the look read from
+  // the head (read.js reads up to __BUFFER_WINDOW__ of them).
+  let unread = false;
+  for (let k = head + N; k < t; k += N) {
+    if (marks[k] === undefined) { unread = true; break; }
+    if (marks[k] === null) return skipped();
+  }
+  if (unread) return look.guess === head ? skipped() : again('unread');
 }
 if (now >= ctx.deadline_ms) {
   return giveUp('timeout', 'timeout', `Lock acquisition timed out after ${ctx.max_wait_seconds}s waiting for scope '${ctx.scope}' (held by ${holder}; ${(t - head) / N} ahead in line).`);

@@ -30,7 +30,8 @@ const wrap = __HELD_WRAP_MS__;
 const enteredMod = (((rest - __HELD_MARK__ - ahead) % wrap) + wrap) % wrap;
 const enteredMs = now - ((((now - enteredMod) % wrap) + wrap) % wrap);
 let sleepFirstMs = null;
-if (!fast && ctx.wait && N === 1 && lastOut >= 1 && averageMs !== null && ahead >= 1) {
+// Only a plain waiter: a buffer-one caller first finds out whether it may wait at all.
+if (!fast && ctx.on_busy === 'wait' && N === 1 && lastOut >= 1 && averageMs !== null && ahead >= 1) {
   const turnMs = averageMs + __HANDOFF_MS__;
   if (entered) {
     const expectedMs = Math.max(0, enteredMs + averageMs - now) + (ahead - 1) * turnMs;
@@ -45,10 +46,19 @@ if (!fast && ctx.wait && N === 1 && lastOut >= 1 && averageMs !== null && ahead 
 // around the lane's head as last seen (on a first look: the last ticket out's successor for a
 // mutex that knows it, else my predecessor), from the ticket before it to a few after it, never
 // past mine. So the look after a sleep still knows the head when the line moved on meanwhile.
-const guess = before ? before.head : (N === 1 && lastOut >= 1 && lastOut < ticket ? lastOut + 1 : ticket - N);
+// A caller that may be turned away (skip, buffer-one) decides on its first look when it can:
+// the fast-path value names the last ticket out also when it is 0, if the first ticket's Lock
+// Hold wrote it (entered), or if no ticket has entered yet (it counted every arrival, as the
+// ticket did).
+const turnedAway = ctx.on_busy === 'skip' || ctx.on_busy === 'buffer-one';
+const named = lastOut >= 1 || (turnedAway && (entered || fastValue === ticket));
+const guess = before ? before.head : (N === 1 && named && lastOut < ticket ? lastOut + 1 : ticket - N);
 // Tickets start at 1: there is nothing to read below (a new scope's first look reads 4 keys).
 const window = guess - N >= 1 ? [guess - N] : [];
-for (let k = guess; k < ticket && window.length < __LOOK_WINDOW__; k += N) if (k >= 1) window.push(k);
+// A buffer-one caller reads every ticket between the head and its own (up to a bound): it
+// waits only when none of them still waits.
+const reach = turnedAway ? __BUFFER_WINDOW__ : __LOOK_WINDOW__;
+for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 return {
   ticket, lane, guess, fast, window,
   // When this look began, before its read: a skip counts quiet time from one look's answer to

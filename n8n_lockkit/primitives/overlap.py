@@ -1,0 +1,78 @@
+"""Overlap policies: what a caller of the lock does when its scope is busy (`on_busy`).
+
+- `wait` (the default): it waits for its turn, in arrival order, up to its max wait.
+- `error` (`--fail-fast`, `wait_till_lock_released: false`): the execution fails at once.
+- `skip`: it ends at once with a skipped answer (`{skipped: true, reason: 'busy', …}`).
+- `buffer-one`: it waits when no other caller waits in its lane, else it is skipped: "run once
+  more after the current run".
+
+`decide.js` decides; a chain whose policy may skip gets the nodes below after Lock Enter? (its
+false output): Lock Skip? → Lock Skip Leave (the ticket's `gone` mark, holding the time it left)
+→ Lock Count Skip → Lock Skipped (the answer, exit `skipped`).
+"""
+
+from __future__ import annotations
+
+from n8n_lockkit.primitives import keys
+from n8n_lockkit.primitives.nodekit import (
+    CELL,
+    Group,
+    Names,
+    if_node,
+    js_literal,
+    redis,
+    ref,
+    set_raw,
+)
+
+ON_BUSY = ("wait", "error", "skip", "buffer-one")
+SKIPPING = ("skip", "buffer-one")
+# How many tickets between the head and its own a buffer-one caller reads: more than this many
+# callers arriving within one hold (each skipped) make the next one skip too.
+BUFFER_WINDOW = 32
+# The skip nodes' cells in the acquire block's grid (engine.ACQUIRE_CELLS): a row of their own
+# below the slow paths; the inline form may add a Respond to Webhook node at its end.
+CELLS: dict[str, tuple[int, int]] = {
+    "lock-is-skip": (8, 4), "lock-skip-leave": (9, 4), "lock-count-skip": (10, 4),
+    "lock-skipped": (11, 4), "lock-skipped-response": (12, 4),
+}  # fmt: skip
+
+
+def skipped_exit(
+    g: Group, key: str, names: Names, enter: str, keep_waiting: str, context: str, decide: str
+) -> None:
+    """Not entering: a skip leaves the line (its `gone` mark, holding when it left) and is
+    counted, then answers (exit `skipped`); anything else goes on to Keep Waiting?. Four nodes
+    after the decision, so that a skipped caller answers at once."""
+    test, leave, count, answer = (
+        names("Lock Skip?"), names("Lock Skip Leave"), names("Lock Count Skip"),
+        names("Lock Skipped"),
+    )  # fmt: skip
+    decision = f"{ref(decide)}.first().json"
+    g.add(if_node(key, "lock-is-skip", test, CELL, f"$json.state === {js_literal('skipped')}"))
+    mark = {
+        "operation": "set",
+        "key": "={{ $json.gone.key }}",
+        "value": "={{ $json.gone.at }}",
+        "keyType": "string",
+        "expire": True,
+        "ttl": "={{ $json.gone.ttl }}",
+    }
+    g.add(redis(key, "lock-skip-leave", leave, CELL, mark, True))
+    counter = {
+        "operation": "incr",
+        "key": f"={{{{ {decision}.count.key }}}}",
+        "expire": True,
+        "ttl": str(keys.STATS_TTL_SECONDS),
+    }
+    g.add(redis(key, "lock-count-skip", count, CELL, counter, True))
+    ctx = f"{ref(context)}.first().json"
+    fields = (
+        f"skipped: true, acquired: false, reason: 'busy', scope: {ctx}.scope, "
+        f"on_busy: {ctx}.on_busy, holder_execution_id: {decision}.holder_execution_id"
+    )
+    g.add(set_raw(key, "lock-skipped", answer, CELL, f"={{{{ {{ {fields} }} }}}}"))
+    g.connect(enter, 1, test)
+    g.chain(test, leave, count, answer)
+    g.connect(test, 1, keep_waiting)
+    g.exits["skipped"] = [(answer, 0)]
