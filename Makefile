@@ -21,11 +21,13 @@ demo: setup
 
 ## test: set up, then run lint, types and the whole test suite (installs Redis and n8n itself).
 ## The end-to-end tests run against n8n 2.41.1, then again against the last 1.x, then the lock
-## suites once more against 2.41.1 in queue mode (main, 2 workers, PostgreSQL, Redis).
+## suites once more against 2.41.1 in queue mode (main, 2 workers, PostgreSQL, Redis), and last
+## the queue-mode tests that kill a worker, in a test bed of their own (marker worker_kill).
 test: setup lint docs
 	$(BIN)/pytest
 	N8NLOCK_TEST_N8N_VERSIONS=1.123.81 $(BIN)/pytest tests/e2e
-	N8NLOCK_TEST_TOPOLOGY=queue N8NLOCK_TEST_N8N_VERSIONS=2.41.1 $(BIN)/pytest tests/e2e -m queue_suite
+	N8NLOCK_TEST_TOPOLOGY=queue N8NLOCK_TEST_N8N_VERSIONS=2.41.1 $(BIN)/pytest tests/e2e -m "queue_suite and not worker_kill"
+	N8NLOCK_TEST_TOPOLOGY=queue N8NLOCK_TEST_N8N_VERSIONS=2.41.1 $(BIN)/pytest tests/e2e -m worker_kill
 
 ## test-fast: set up, then run lint, types, the docs build and every test that needs no n8n
 ## (under a minute). It leaves out the tests marked e2e (n8n) and slow (packaging, pre-commit,

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from .backend import choose_backend, deploy_n8n
 from .endpoints import N8nInstance, RedisEndpoint
+from .settings import DEFAULT_N8N_VERSION
 
-DEFAULT_VERSION = "2.41.1"
+DEFAULT_VERSION = DEFAULT_N8N_VERSION  # the demo's n8n: the version the tests default to
 
 
 def _progress(message: str) -> None:

@@ -8,7 +8,10 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
-DEFAULT_N8N_VERSION = "2.41.1"  # newest 2.x whose dependencies all resolve (notes: n8n-testbed.md)
+# The newest 2.x whose dependencies all resolve (notes: n8n-testbed.md). 2.41.3, the registry's
+# `latest`, still fails to install (re-checked 2026-11-26): `npm install` stops at
+# @n8n/agents@0.26.2, and n8n-core 2.41.2 is missing from the registry too.
+DEFAULT_N8N_VERSION = "2.41.1"
 
 ENV_REDIS_URL = "N8NLOCK_TEST_REDIS_URL"
 ENV_REDIS_HOST_FOR_N8N = "N8NLOCK_TEST_REDIS_HOST_FOR_N8N"
