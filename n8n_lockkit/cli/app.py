@@ -25,7 +25,12 @@ from n8n_lockkit.cli.remote_commands import push_command, redis_credential
 from n8n_lockkit.cli.sync_commands import diff_command, pull_command
 from n8n_lockkit.cli.upgrade_commands import upgrade
 from n8n_lockkit.cli.workspace_commands import copy_primitive, create_lock, init
-from n8n_lockkit.cli.wrap_commands import add_lock_to_workflow, add_rate_limit, unwrap_workflow
+from n8n_lockkit.cli.wrap_commands import (
+    add_dedupe,
+    add_lock_to_workflow,
+    add_rate_limit,
+    unwrap_workflow,
+)
 from n8n_lockkit.errors import LockkitError
 
 COMMANDS = (
@@ -33,6 +38,7 @@ COMMANDS = (
     create_lock,
     copy_primitive,
     add_lock_to_workflow,
+    add_dedupe,
     add_rate_limit,
     unwrap_workflow,
     validate_command,

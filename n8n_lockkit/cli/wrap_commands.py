@@ -172,6 +172,79 @@ def add_lock_to_workflow(
     )
 
 
+@click.command("add-dedupe")
+@workflow_key_option
+@click.option(
+    "--key-expression",
+    required=True,
+    help="What makes two executions duplicates: a literal, an n8n expression "
+    "(={{ $json.body.eventId }}) or a template (=order-{{ $json.body.id }}).",
+)
+@click.option(
+    "--window-seconds",
+    type=click.IntRange(1),
+    required=True,
+    help="How long after a success its key still turns duplicates away.",
+)
+@click.option(
+    "--on-duplicate",
+    type=click.Choice(("skip", "error")),
+    default="skip",
+    show_default=True,
+    help="skip: a duplicate ends at once with a skipped answer (HTTP 200 for a webhook); "
+    "error: its execution fails with a message that names the key.",
+)
+@click.option(
+    "--ttl-seconds",
+    type=click.IntRange(1),
+    default=None,
+    help="How long a key stays taken by an execution that never ends. Default: the "
+    "workflow's settings.executionTimeout + 60 s, else 3600 s.",
+)
+@env_option("Env to check the error handler in", multiple=True)
+@dry_run_option
+@output_option()
+@pass_app
+def add_dedupe(
+    app: AppContext,
+    workflow_key: str,
+    key_expression: str,
+    window_seconds: int,
+    on_duplicate: str,
+    ttl_seconds: int | None,
+    envs: Sequence[str],
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Run a workflow's body once per key: a guard against duplicate executions.
+
+    The first execution with a key runs the body; another with that key that starts while
+    it runs, or within --window-seconds after it succeeded, does not: it ends at once with
+    {"skipped": true, "reason": "duplicate", "key": ..., "first_execution_id": ...} (or
+    fails, with --on-duplicate error). Of simultaneous duplicates exactly one runs. A failed
+    execution frees its key within seconds (the cleanup handler becomes the workflow's error
+    workflow: `create-lock --include-error-handler` first). Put it on before add-rate-limit's
+    limits and it runs first: a duplicate spends no rate budget. Running it again changes
+    nothing; `unwrap --only lock` takes it off.
+
+    \b
+    Example:
+        n8nlock add-dedupe --workflow-key stripe-events \\
+            --key-expression "={{ $json.body.id }}" --window-seconds 86400
+        n8nlock add-dedupe --workflow-key nightly --key-expression nightly \\
+            --window-seconds 600 --on-duplicate error
+    """
+    from n8n_lockkit.rewrite import plans as rewrite
+    from n8n_lockkit.workspace import envconfig
+
+    workspace = app.workspace()
+    selected = envconfig.select_envs(workspace, envs)
+    plan = rewrite.plan_add_dedupe(
+        workspace, workflow_key, key_expression, window_seconds, on_duplicate, ttl_seconds, selected
+    )
+    apply_plan(workspace, plan, dry_run=dry_run, fmt=fmt)
+
+
 @click.command("add-rate-limit")
 @workflow_key_option
 @scope_expression_option("is counted; each scope has its own budget")

@@ -156,6 +156,7 @@ def stats_lines(stats: Sequence[ScopeStats]) -> list[str]:
         "TIMEOUT",
         "BUSY",
         "SKIPPED",
+        "DUPLICATE",
         "FORCED",
         "REAPED",
         "HEALED",

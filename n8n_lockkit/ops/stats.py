@@ -1,8 +1,9 @@
 """`n8nlock stats`: the hourly counters the primitives and these commands write, summed.
 
 Keys are `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>` (UTC hours, kept 8 days). Engine v2
-counts `arrived` for every caller and `busy`/`timeout`/`skipped` for those that gave up or were
-skipped (--on-busy skip, buffer-one), so acquired = arrived - busy - timeout - skipped. Only
+counts `arrived` for every caller and `busy`/`timeout`/`skipped`/`duplicate` for those that
+gave up or were turned away (--on-busy skip and buffer-one; add-dedupe), so acquired = arrived
+minus those four. Only
 callers that waited count `waited` and a histogram bucket
 (`wait_le_<bound>`, or `wait_le_inf` above the last bound); those that did not wait belong to
 the first bucket and are added there. A percentile is known only up to its bucket: the figure
@@ -30,6 +31,7 @@ EVENTS = {
     "timeout": "acquisitions that gave up at max wait",
     "busy": "fail-fast refusals of a held lock",
     "skipped": "callers skipped because the scope was busy (--on-busy skip, buffer-one)",
+    "duplicate": "duplicates turned away by add-dedupe (skipped or failed)",
     "force_released": "locks freed by `n8nlock release --force`",
     "reaped": "locks freed by `n8nlock reap`",
     "healed": "locks freed by the cleanup handler after a failed execution",
@@ -135,7 +137,7 @@ def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
     """One scope's counters (yyyymmddhh -> metric -> count), summed over its hours."""
     entry = ScopeStats(scope)
     first_v2 = min((hour for hour, counts in hours.items() if "arrived" in counts), default=None)
-    v2 = dict.fromkeys(("arrived", "busy", "timeout", "skipped", "waited"), 0)
+    v2 = dict.fromkeys(("arrived", "busy", "timeout", "skipped", "duplicate", "waited"), 0)
     for hour, counts in hours.items():
         for metric, value in counts.items():
             label = metric.removeprefix(BUCKET_PREFIX)
@@ -147,7 +149,8 @@ def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
             for metric in v2:
                 v2[metric] += counts.get(metric, 0)
     # Summed over the window, not per hour: a give-up may be counted an hour after its arrival.
-    acquired = max(0, v2["arrived"] - v2["busy"] - v2["timeout"] - v2["skipped"])
+    gave_up = v2["busy"] + v2["timeout"] + v2["skipped"] + v2["duplicate"]
+    acquired = max(0, v2["arrived"] - gave_up)
     entry.arrived = v2["arrived"]
     entry.counts["acquired"] += acquired
     entry.waits[BOUNDS[0]] += max(0, acquired - v2["waited"])

@@ -103,6 +103,8 @@ class LockInputs:
     max_wait_seconds: Any = None
     wait: Any = True
     on_busy: Any = None  # wait | error | skip | buffer-one; None: from `wait` (wait or error)
+    dedupe_window: Any = None  # a duplicate guard: how long a success turns its key away
+    dedupe_key: Any = None  # the key as the guard's answers name it
     slots: Any = 1
     execution_id: Any = "={{ $execution.id }}"
     workflow_id: Any = "={{ $workflow.id }}"
@@ -133,6 +135,8 @@ def _input_js(inputs: LockInputs) -> str:
         "workflow_name": inputs.workflow_name,
         "lock_id": inputs.lock_id,
     }
+    if inputs.dedupe_window is not None:  # only a duplicate guard names them
+        fields |= {"dedupe_window": inputs.dedupe_window, "dedupe_key": inputs.dedupe_key}
     pairs = ", ".join(f"{name}: {value_js(value)}" for name, value in fields.items())
     return f"const input = {{ {pairs} }};"
 
@@ -357,7 +361,7 @@ def acquire(
         )
     )
     if skips:
-        overlap.skipped_exit(g, key, names, enter, keep_waiting, context, decide)
+        overlap.skipped_exit(g, key, names, enter, keep_waiting, decide)
     else:
         g.connect(enter, 1, keep_waiting)
     g.connect(keep_waiting, 0, sleep)

@@ -36,9 +36,12 @@ the same names; `tests/e2e` proves both agree.
 - `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> JSON {lock_id, ticket, slots}, TTL
   + 1 hour: the cleanup index (execution ids repeat across n8n instances; workflow ids do not).
 - `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days: arrived (every caller),
-  busy, timeout, skipped (--on-busy skip, buffer-one), waited and wait_le_<bucket> (callers that
-  waited), healed, force_released, reaped. Acquired = arrived - busy - timeout - skipped; those
-  that did not wait are in the first bucket.
+  busy, timeout, skipped (--on-busy skip, buffer-one), duplicate (add-dedupe), waited and
+  wait_le_<bucket> (callers that waited), healed, force_released, reaped. Acquired = arrived
+  minus busy, timeout, skipped and duplicate; those that did not wait are in the first bucket.
+- `n8nlock:done:<scope>`: a duplicate guard's mark of a success (JSON: execution_id,
+  workflow_id, done_at), written by the release before it frees the line, with the guard's
+  window as TTL.
 
 Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fence` and
 `n8nlock:arrived:`/`n8nlock:left:`; the `*_v1` names below read it for the upgrade check.

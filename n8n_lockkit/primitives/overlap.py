@@ -39,7 +39,7 @@ CELLS: dict[str, tuple[int, int]] = {
 
 
 def skipped_exit(
-    g: Group, key: str, names: Names, enter: str, keep_waiting: str, context: str, decide: str
+    g: Group, key: str, names: Names, enter: str, keep_waiting: str, decide: str
 ) -> None:
     """Not entering: a skip leaves the line (its `gone` mark, holding when it left) and is
     counted, then answers (exit `skipped`); anything else goes on to Keep Waiting?. Four nodes
@@ -66,12 +66,7 @@ def skipped_exit(
         "ttl": str(keys.STATS_TTL_SECONDS),
     }
     g.add(redis(key, "lock-count-skip", count, CELL, counter, True))
-    ctx = f"{ref(context)}.first().json"
-    fields = (
-        f"skipped: true, acquired: false, reason: 'busy', scope: {ctx}.scope, "
-        f"on_busy: {ctx}.on_busy, holder_execution_id: {decision}.holder_execution_id"
-    )
-    g.add(set_raw(key, "lock-skipped", answer, CELL, f"={{{{ {{ {fields} }} }}}}"))
+    g.add(set_raw(key, "lock-skipped", answer, CELL, f"={{{{ {decision}.answer }}}}"))
     g.connect(enter, 1, test)
     g.chain(test, leave, count, answer)
     g.connect(test, 1, keep_waiting)

@@ -30,6 +30,14 @@ class LockConfig:
     renew_before: tuple[str, ...] = ()  # body nodes that renew the lock before they run
     max_concurrent: int = 1  # N > 1: a semaphore of N slots
     via_subworkflow: bool = False  # call the lock_acquisition / lock_release primitives
+    # add-dedupe: a duplicate guard is this lock on the key's scope, with on_busy skip (or
+    # error) and a mark of each success that turns the key away for the window.
+    dedupe_window_seconds: int | None = None
+    dedupe_key: str | None = None  # the key expression as the user gave it
+
+    @property
+    def dedupe(self) -> bool:
+        return self.dedupe_window_seconds is not None
 
     @property
     def shift(self) -> int:

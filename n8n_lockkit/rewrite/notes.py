@@ -27,7 +27,27 @@ def _scope(scope: str) -> str:
     return code(scope[1:] if scope.startswith("=") else scope)
 
 
+def dedupe(key: str, config: LockConfig) -> str:
+    duplicates = (
+        "fail with a message that names the key"
+        if config.on_busy == "error"
+        else 'end at once with a skipped answer (`"reason": "duplicate"`)'
+    )
+    return "\n".join(
+        [
+            f"## Duplicate guard on {_scope(config.dedupe_key or config.scope)}",
+            f"The first execution with a key runs the body; the others with that key that start "
+            f"while it runs, or within {config.dedupe_window_seconds} s after it succeeded, "
+            f"{duplicates}. A failed execution frees its key at once (the cleanup handler).",
+            f"**Change**: `n8nlock add-dedupe --workflow-key {key}` with other flags. "
+            f"**Remove**: `n8nlock unwrap --workflow-key {key} --only lock`. {HAND_EDITS}",
+        ]
+    )
+
+
 def lock(key: str, config: LockConfig) -> str:
+    if config.dedupe:
+        return dedupe(key, config)
     at_once = (
         "one at a time" if config.max_concurrent == 1 else f"{config.max_concurrent} at a time"
     )

@@ -109,6 +109,14 @@ def plan_add_lock(
     """The workflow wrapped in `config`'s lock; a `ttl_seconds` of None takes `default_ttl`."""
     path, text, workflow = load_workflow(workspace, key)
     existing, rate = read_configs(workflow)
+    if existing is not None and existing.dedupe != config.dedupe:
+        has, asked = (
+            ("a duplicate guard", "a lock") if existing.dedupe else ("a lock", "a duplicate guard")
+        )
+        raise LockkitError(
+            f"workflow {key!r} already has {has}; it cannot take {asked} too",
+            hint=f"take it off with `n8nlock unwrap --workflow-key {key} --only lock` first",
+        )
     body = unwrap(workflow)
     messages: list[str] = []
     ttl = config.ttl_seconds
@@ -144,7 +152,7 @@ def plan_add_lock(
     if scope.static is not None:
         for env in envs:
             env.add_lock_scope(scope.static)
-    if not config.lock_on_error:
+    if not config.lock_on_error and not config.dedupe:
         messages.append(
             f"without --lock-on-error, an execution that fails while holding scope "
             f"{config.scope} leaves it locked until its TTL ({config.ttl_seconds} s) runs out; "
@@ -153,6 +161,40 @@ def plan_add_lock(
         )
     changes = (FileChange(path, text, dump_workflow(wrapped)), *(e.change() for e in envs))
     return Plan(changes, tuple(messages))
+
+
+def dedupe_scope(workflow: str, key_expression: str) -> str:
+    """The scope of a duplicate guard's lock: the key's, in the workflow's own namespace, in
+    the form the key was given (literal, expression or template)."""
+    parse_scope(key_expression)
+    prefix = f"dedupe-{workflow}-"
+    if key_expression.startswith("="):
+        return "=" + prefix + key_expression[1:]
+    return prefix + key_expression
+
+
+def plan_add_dedupe(
+    workspace: Workspace,
+    key: str,
+    key_expression: str,
+    window_seconds: int,
+    on_duplicate: str,
+    ttl_seconds: int | None,
+    envs: Sequence[EnvFile],
+) -> Plan:
+    """The workflow with a duplicate guard: a lock on the key's scope whose busy callers are
+    skipped (or fail), and whose successes turn the key away for `window_seconds`. A failed
+    execution frees its key through the cleanup handler (the workflow's error workflow)."""
+    _at_least_one(window_seconds=window_seconds)
+    config = LockConfig(
+        scope=dedupe_scope(key, key_expression),
+        ttl_seconds=ttl_seconds,
+        on_busy="error" if on_duplicate == "error" else "skip",
+        lock_on_error=True,
+        dedupe_window_seconds=window_seconds,
+        dedupe_key=key_expression,
+    )
+    return plan_add_lock(workspace, key, config, envs)
 
 
 DEFAULT_ALGORITHM = "sliding"

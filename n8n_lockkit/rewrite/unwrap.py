@@ -139,6 +139,14 @@ def _rate_shift(workflow: Workflow) -> int:
     return INLINE_RATE_SHIFT if "rate-context" in roles else 0
 
 
+def _optional_int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def _optional_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
 def _fail_fast_policy(fail_fast: object) -> str:
     return "error" if fail_fast else "wait"
 
@@ -164,6 +172,8 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
                 max_concurrent=int(inline["max_concurrent"]),
                 lock_on_error=lock_on_error,
                 renew_before=renew_before,
+                dedupe_window_seconds=_optional_int(inline.get("dedupe_window_seconds")),
+                dedupe_key=_optional_str(inline.get("dedupe_key")),
             )
         elif values is not None:
             lock = LockConfig(

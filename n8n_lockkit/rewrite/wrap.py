@@ -81,11 +81,13 @@ LOST = (
 )
 
 
-def _rate_limit(b: Builder, entry: Entry, rates: tuple[RateLimitConfig, ...]) -> str:
+def _rate_limit(
+    b: Builder, after: tuple[str, int], entry: Entry, rates: tuple[RateLimitConfig, ...]
+) -> str:
     """The rate-limit chain of `primitives/rate.py` (stacked above the body), and
-    Rate Limit Restore: a Merge that waits for the verdict and hands on the entry's items
+    Rate Limit Restore: a Merge that waits for the verdict and hands on the items of `after`
     (binary data included), as Lock Restore does for the lock."""
-    x, y = b.position(entry.node)
+    x, y = b.position(after[0])
     label = entry_label(b.workflow, entry)
     names = nodekit.Names("" if b.single_entry else label)
     limits = [dataclasses.asdict(r) for r in rates]
@@ -105,8 +107,8 @@ def _rate_limit(b: Builder, entry: Entry, rates: tuple[RateLimitConfig, ...]) ->
             dict(INPUT_1_ONCE_ALL_ARRIVED),
         )
     )
-    b.connect(entry.node, entry.output, group.entry)
-    b.connect(entry.node, entry.output, restore, 0)
+    b.connect(*after, group.entry)
+    b.connect(*after, restore, 0)
     for source, output in group.exits["allowed"]:
         b.connect(source, output, restore, 1)
     return restore
@@ -181,6 +183,8 @@ def _acquire_inline(
         max_wait_seconds=config.max_wait_seconds,
         on_busy=config.on_busy,
         slots=config.max_concurrent,
+        dedupe_window=config.dedupe_window_seconds,
+        dedupe_key=config.dedupe_key,
     )
     skips = config.on_busy in overlap.SKIPPING
     names = nodekit.Names(label)
@@ -238,6 +242,11 @@ def _config_note(config: LockConfig) -> dict[str, object]:
         "max_wait_seconds": config.max_wait_seconds,
         "on_busy": config.on_busy,
         "max_concurrent": config.max_concurrent,
+        **(
+            {"dedupe_window_seconds": config.dedupe_window_seconds, "dedupe_key": config.dedupe_key}
+            if config.dedupe
+            else {}
+        ),
     }
 
 
@@ -441,21 +450,23 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
         body_links = main[entry.output]
         main[entry.output] = []
         waits: list[str] = []  # the nodes in the body's row that wait for a verdict
-        if rates:
-            last = (_rate_limit(b, entry, rates), 0)
-            waits.append(last[0])
-        else:
-            last = (entry.node, entry.output)
-        if lock:
-            if lock.via_subworkflow:
-                acquire, restore = _acquire(b, last, entry, lock)
-                waits += [acquire, restore]
-            else:
-                acquire, restore = _acquire_inline(b, last, entry, lock)
-                waits.append(restore)
-            acquires.append(acquire)
-            restores.append(restore)
-            last = (restore, 0)
+        last = (entry.node, entry.output)
+        # A rate limit goes before a lock (a denied call never queues for the lock), and after
+        # a duplicate guard (a duplicate spends no rate budget).
+        for step in ("lock", "rate") if lock and lock.dedupe else ("rate", "lock"):
+            if step == "rate" and rates:
+                last = (_rate_limit(b, last, entry, rates), 0)
+                waits.append(last[0])
+            elif step == "lock" and lock:
+                if lock.via_subworkflow:
+                    acquire, restore = _acquire(b, last, entry, lock)
+                    waits += [acquire, restore]
+                else:
+                    acquire, restore = _acquire_inline(b, last, entry, lock)
+                    waits.append(restore)
+                acquires.append(acquire)
+                restores.append(restore)
+                last = (restore, 0)
         name = b.name(notes.RESTORE_NOTE, entry_label(workflow, entry))
         text = notes.restore(rates, lock)
         b.framed.append(Block("frame-restore", name, text, [b.node(w) for w in waits]))

@@ -92,7 +92,12 @@ def test_push_completes_keys_as_arguments(keyed: Path, complete: Complete) -> No
 
 def test_the_commands_that_read_an_env_are_the_ones_completed() -> None:
     assert {"validate", "push", "create-lock", "locks", "upgrade"} <= set(ENV_COMMANDS)
-    assert _taking("--workflow-key") == ["add-lock-to-workflow", "add-rate-limit", "unwrap"]
+    assert _taking("--workflow-key") == [
+        "add-dedupe",
+        "add-lock-to-workflow",
+        "add-rate-limit",
+        "unwrap",
+    ]
 
 
 @pytest.mark.parametrize("command", ENV_COMMANDS)

@@ -35,6 +35,7 @@ QUEUE_SUITE = frozenset(
         "test_queue_mode.py",
         "test_lock_stalls.py",
         "test_overlap_policies.py",
+        "test_dedupe.py",
     }
 )
 

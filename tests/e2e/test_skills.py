@@ -46,6 +46,7 @@ EXPORTED = {
     "invoices": "code_heavy",
     "enrich": "merge_branches",
     "sync": "schedule_sync",
+    "events": "webhook_on_received",
 }
 FORMAT1 = Path(__file__).parent.parent / "fixtures" / "upgrade" / "format1" / "workflows"
 

@@ -47,6 +47,7 @@ def test_counters_are_summed_over_the_hours_asked_for(redis_client: redis.Redis)
         "timeout": 1,
         "busy": 2,
         "skipped": 1,
+        "duplicate": 0,
         "force_released": 1,
         "reaped": 2,
         "healed": 1,

@@ -28,6 +28,14 @@ if (!policies.includes(policy)) {
   throw new Error(`n8nlock lock: on_busy must be one of ${policies.join(', ')}, got ${JSON.stringify(input.on_busy)}`);
 }
 const waits = policy === 'wait' || policy === 'buffer-one';
+// A duplicate guard (add-dedupe): the lock's scope is the key's, and a success leaves a mark
+// for the window (`n8nlock:done:<scope>`, written by the release) that turns later callers
+// away as duplicates.
+const dedupeWindow = input.dedupe_window === null || input.dedupe_window === undefined || input.dedupe_window === ''
+  ? null : whole('dedupe window_seconds', input.dedupe_window, null);
+const dedupe = dedupeWindow === null ? null : {
+  key: text(input.dedupe_key), window_seconds: dedupeWindow, done_key: `n8nlock:done:${scope}`,
+};
 const executionId = text(input.execution_id) || String($execution.id);
 const workflowId = text(input.workflow_id) || 'unknown';
 const now = Date.now();
@@ -35,7 +43,7 @@ const hour = new Date(now).toISOString().slice(0, 13).replace(/[-T]/g, '');
 const base = `n8n-lock-${scope}`;
 return {
   problem: null,
-  scope, base, slots, wait: waits, on_busy: policy,
+  scope, base, slots, wait: waits, on_busy: policy, dedupe,
   ttl_seconds: ttl,
   max_wait_seconds: maxWait,
   execution_id: executionId,

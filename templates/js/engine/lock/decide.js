@@ -45,6 +45,8 @@ const known = (ticket) => ticket < 1 || records[ticket] !== undefined; // none b
 // A format-2 holder writes its record only at `meta:<lane>`; format 3 writes a copy there
 // marked `format: 3`, which this engine never decides on.
 const lane2 = parse(laneRaw);
+// A duplicate guard's done mark: a success of this key within its window.
+const done = ctx.dedupe && !look.fast ? parse(values[4 + 2 * look.window.length]) : null;
 const v2Holds = (ticket) => lane2 !== null && !lane2.released && lane2.format === undefined && lane2.ticket === ticket;
 // Ticket `ticket` may hold: its record is there and not released. It may have entered late
 // (after a stall), so the caller after it waits for it like for any holder.
@@ -58,6 +60,28 @@ const averageMs = holdRaw ? Number(holdRaw) : __DEFAULT_HOLD_MS__;
 const before = look.before && look.before.ticket === t ? look.before : null;
 const waitedMs = now - ctx.started_ms;
 const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0 };
+// Turned away without the body: skipped (skip, buffer-one, a duplicate) or, for a duplicate
+// guard with on_busy error, refused. `firstExecution`: the execution of the key that ran.
+const turnedAway = (holderExecution, firstExecution) => {
+  const key = ctx.dedupe ? ctx.dedupe.key : null;
+  const first = firstExecution ?? holderExecution;
+  const state = ctx.on_busy === 'error' ? 'busy' : 'skipped';
+  const message = ctx.dedupe
+    ? `Duplicate execution of key '${key}': ${firstExecution !== null ? `execution ${first} ran it within the last ${ctx.dedupe.window_seconds} s` : `execution ${first ?? '(about to start)'} is running it`}.`
+    : `Skipped: scope '${ctx.scope}' is busy; on_busy is ${ctx.on_busy}.`;
+  const metric = ctx.dedupe ? 'duplicate' : state === 'busy' ? 'busy' : 'skipped';
+  return {
+    ...out, state, message,
+    gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl, at: String(now) },
+    count: stat(metric), incr: [stat(metric)],
+    holder_execution_id: holderExecution,
+    answer: {
+      skipped: true, acquired: false, reason: ctx.dedupe ? 'duplicate' : 'busy',
+      scope: ctx.scope, on_busy: ctx.on_busy, holder_execution_id: holderExecution,
+      ...(ctx.dedupe ? { key, first_execution_id: first } : {}),
+    },
+  };
+};
 const bucket = (seconds) => __WAIT_BUCKETS__.find((le) => seconds <= le) ?? 'inf';
 const stat = (name) => ({ key: `${ctx.stats_prefix}${name}:${ctx.scope}`, expire: true, ttl: __STATS_TTL__ });
 // A look that did not read the records it needs looks again at once, knowing the head now.
@@ -67,6 +91,7 @@ if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}:tick
 // The ticket before the head must have left before the head may enter: its record may have
 // been written late, after a caller behind it had skipped it (verify.js withdraws it then).
 if (!known(head - N)) return again('unread');
+if (done !== null) return turnedAway(null, done.execution_id);
 const blocked = oldHolder || active(head - N);
 if (t === head && !blocked) {
   const expiresMs = now + ctx.ttl_seconds * 1000;
@@ -80,6 +105,8 @@ if (t === head && !blocked) {
   return {
     ...out, state: 'enter', hold_average_ms: holdRaw ? Number(holdRaw) : null,
     anchor_ms: ctx.started_ms, base: ctx.base, gone_key: `${ctx.base}:gone:${t}`,
+    // The release writes it (release.js): a duplicate guard's mark of this success.
+    dedupe: ctx.dedupe,
     ...record,
     // Counted after the release, off the path between the release and the next holder.
     wait_stats: before === null ? [] : [stat('waited'), stat(`wait_le_${bucket(waitedMs / 1000)}`)],
@@ -144,17 +171,12 @@ if (markedHead || leftHead || graceOver) return skipHead();
 // The overlap policy (context.js). `error` (fail-fast): a marked head was skipped above; any
 // other head, or a ticket before mine that has not left yet, is busy.
 if (ctx.on_busy === 'error') {
+  if (ctx.dedupe) return turnedAway(holding && meta ? String(meta.execution_id) : null, null);
   return giveUp('busy', 'busy', `Lock acquisition failed (fail-fast): scope '${ctx.scope}' is held by ${holder}. Caller passed wait_till_lock_released=false.`);
 }
 // A skipped caller leaves the line (Lock Skip Leave): its `gone` mark holds when it left, which
 // tells later skip callers how long the head before it has been quiet at least.
-const skipped = () => ({
-  ...out, state: 'skipped',
-  message: `Skipped: scope '${ctx.scope}' is busy (held by ${holder}); on_busy is ${ctx.on_busy}.`,
-  gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl, at: String(now) },
-  count: stat('skipped'),
-  holder_execution_id: holding && meta ? String(meta.execution_id) : null,
-});
+const skipped = () => turnedAway(holding && meta ? String(meta.execution_id) : null, null);
 if (ctx.on_busy === 'skip') {
   // Busy while the head holds, or has not entered yet: it drew its ticket just before mine and
   // is about to enter, or it died. Dead only when a caller after it left a mark more than the

@@ -15,7 +15,8 @@ const firstTicket = decided === null;
 const drawn = (name) => (firstTicket ? __DRAWN__.map((item) => item.json[`${ctx.base}:${name}`]).find((v) => v !== undefined) : undefined);
 const fastValue = Number(drawn('fast') ?? 0);
 const lastOut = Math.floor(fastValue / __FAST_SCALE__);
-const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1;
+// A duplicate guard always reads: its done mark is read with the line (no fast path).
+const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1 && !ctx.dedupe;
 // A waiter sleeps before its first read when the same INCR node told it enough: the tickets
 // ahead (to the last out), the hold average, and when the next ticket entered, if it did (its
 // Lock Hold adds a mark and its entry time to the fast-path value). Each INCR since a write
@@ -75,5 +76,8 @@ return {
     // The counter of the format before engine v2: its holder keeps the scope (docs/upgrading.md).
     { key: ctx.base },
     ...window.flatMap((k) => [{ key: `${ctx.base}:holder:${k}` }, { key: `${ctx.base}:gone:${k}` }]),
+    // Last: a release writes the done mark before it frees the line, so a look that finds the
+    // line free also finds the mark.
+    ...(ctx.dedupe ? [{ key: ctx.dedupe.done_key }] : []),
   ],
 };

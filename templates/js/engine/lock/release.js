@@ -18,6 +18,9 @@ return {
   released: true, reason: 'released', scope: held.scope, lock_id: held.lock_id, ticket: held.ticket,
   incr: held.wait_stats,
   set: [
+    // A duplicate guard's mark of this success goes first: a caller that finds the line free
+    // (after `served` below) also finds it (read.js reads it last).
+    ...(held.dedupe ? [{ key: held.dedupe.done_key, value: JSON.stringify({ execution_id: held.execution_id, workflow_id: held.workflow_id, done_at: new Date(now).toISOString() }), ttl: held.dedupe.window_seconds }] : []),
     { key: `${base}:holder:${held.ticket}`, value: released, ttl: __RELEASED_TTL__ },
     { key: `${base}:meta:${held.lane}`, value: released, ttl: __RELEASED_TTL__ },
     { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },

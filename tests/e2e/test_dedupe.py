@@ -1,0 +1,176 @@
+"""`add-dedupe` in a real n8n with a real Redis: the body runs once per key.
+
+The body records its start and end in Redis (`engine-sink-<key>`), as in test_lock_engine; a
+call with `fail: true` fails inside the body (a Stop and Error node).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, stat, wait_until
+from tests.e2e.test_lock_engine import engine_workflow, spans
+
+CALLS = 10
+WINDOW = 4  # seconds a success turns its key away
+SKIP_ANSWER_SECONDS = 1.0  # as for --on-busy skip (test_overlap_policies.py)
+
+
+def _failing(key: str) -> dict[str, Any]:
+    """engine_workflow with a Stop and Error after Mark Start when the body says `fail`."""
+    workflow = engine_workflow(key)
+    fail = {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Fail?")),
+        "name": "Fail?",
+        "type": "n8n-nodes-base.if",
+        "typeVersion": 2.2,
+        "position": [330, 150],
+        "parameters": {
+            "conditions": {
+                "options": {"caseSensitive": True, "leftValue": "", "typeValidation": "loose"},
+                "conditions": [
+                    {
+                        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:fail-test")),
+                        "leftValue": "={{ $('Webhook').first().json.body.fail === true }}",
+                        "rightValue": True,
+                        "operator": {"type": "boolean", "operation": "true", "singleValue": True},
+                    }
+                ],
+                "combinator": "and",
+            },
+            "options": {},
+        },
+    }
+    stop = {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Fail On Purpose")),
+        "name": "Fail On Purpose",
+        "type": "n8n-nodes-base.stopAndError",
+        "typeVersion": 1,
+        "position": [440, 300],
+        "parameters": {"errorType": "errorMessage", "errorMessage": "e2e: failing on purpose"},
+    }
+    workflow["nodes"] += [fail, stop]
+    links = workflow["connections"]
+    links["Mark Start"] = {"main": [[{"node": "Fail?", "type": "main", "index": 0}]]}
+    links["Fail?"] = {
+        "main": [
+            [{"node": "Fail On Purpose", "type": "main", "index": 0}],
+            [{"node": "Hold", "type": "main", "index": 0}],
+        ]
+    }
+    return workflow
+
+
+def install(bed: LockBed, name: str, *flags: str) -> str:
+    key = f"{name}_{uuid.uuid4().hex[:6]}"
+    path = bed.root / "workflows" / f"{key}.template.json"
+    path.write_text(json.dumps(_failing(key), indent=2))
+    run_cli(
+        bed.root,
+        "add-dedupe",
+        "--workflow-key",
+        key,
+        "--key-expression",
+        "={{ $json.body.scope }}",
+        "--window-seconds",
+        str(WINDOW),
+        "--ttl-seconds",
+        "60",
+        *flags,
+    )
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+def call(bed: LockBed, workflow: str, key: str, who: int, **body: Any) -> Call:
+    return bed.webhook(workflow, {"scope": key, "who": who, **body})
+
+
+def skipped(calls: list[Call]) -> list[Call]:
+    return [c for c in calls if isinstance(c.body, dict) and c.body.get("skipped") is True]
+
+
+@pytest.fixture(scope="module")
+def guarded(lockbed: LockBed) -> str:
+    return install(lockbed, "dedupe")
+
+
+@pytest.fixture
+def key(unique_name: str) -> str:
+    return f"event-{unique_name}"
+
+
+def test_of_ten_simultaneous_calls_with_one_key_one_runs_and_nine_answer_duplicate(
+    lockbed: LockBed, guarded: str, key: str
+) -> None:
+    # The first executions of a workflow just activated are slower (n8n loads its nodes).
+    for i in range(3):
+        call(lockbed, guarded, f"{key}-warm-{i}", i, hold_ms=10)
+    with ThreadPoolExecutor(CALLS) as pool:
+        calls = list(pool.map(lambda i: call(lockbed, guarded, key, i, hold_ms=3000), range(CALLS)))
+    assert [c.status for c in calls] == [200] * CALLS, [c.body for c in calls]
+    assert len(spans(lockbed, key)) == 1
+    answers = skipped(calls)
+    assert len(answers) == CALLS - 1, [c.body for c in calls]
+    for answer in answers:
+        assert answer.body["reason"] == "duplicate" and answer.body["key"] == key, answer.body
+    assert {a.body["first_execution_id"] for a in answers} - {None}, "no answer names the first"
+    slowest = max(c.seconds for c in answers)
+    assert slowest < SKIP_ANSWER_SECONDS, f"a duplicate waited {slowest:.2f} s for its answer"
+    assert held_lanes(lockbed.redis, f"dedupe-{guarded}-{key}") == []
+    assert stat(lockbed, "duplicate", f"dedupe-{guarded}-{key}") == CALLS - 1
+
+
+def test_a_repeat_inside_the_window_does_not_run_another_key_does_and_after_it_the_key_runs(
+    lockbed: LockBed, guarded: str, key: str
+) -> None:
+    first = call(lockbed, guarded, key, 0)
+    assert first.status == 200 and not skipped([first]), first.body
+    repeat = call(lockbed, guarded, key, 1)
+    assert skipped([repeat]) and repeat.body["reason"] == "duplicate", repeat.body
+    assert repeat.body["first_execution_id"] is not None, repeat.body
+    other = call(lockbed, guarded, f"{key}-other", 2)
+    assert not skipped([other]), other.body
+    done = time.monotonic()
+    wait_until(lambda: not skipped([call(lockbed, guarded, key, 3)]), WINDOW + 10, "a rerun")
+    assert time.monotonic() - done >= WINDOW - 1.5, "the key ran again inside its window"
+    assert sorted(spans(lockbed, key)) == [0, 3]
+
+
+def test_a_failed_first_run_does_not_use_up_its_key(
+    lockbed: LockBed, guarded: str, key: str
+) -> None:
+    failed = call(lockbed, guarded, key, 0, fail=True)
+    assert failed.status >= 400 or "failing on purpose" in json.dumps(failed.body), failed
+    start = time.monotonic()
+    wait_until(lambda: not skipped([call(lockbed, guarded, key, 1)]), 20, "a retry runs")
+    assert time.monotonic() - start < 10, "the failed run's key was freed only by its TTL"
+    assert 1 in spans(lockbed, key)
+
+
+def test_on_duplicate_error_fails_the_duplicate_naming_the_key(lockbed: LockBed, key: str) -> None:
+    workflow = install(lockbed, "dedupe_error", "--on-duplicate", "error")
+    assert call(lockbed, workflow, key, 0).status == 200
+    duplicate = call(lockbed, workflow, key, 1)
+    assert duplicate.status >= 400 or "Duplicate" in json.dumps(duplicate.body), duplicate
+    assert f"Duplicate execution of key '{key}'" in _last_error(lockbed, workflow)
+
+
+def _last_error(bed: LockBed, workflow: str) -> str:
+    """The error message of the workflow's last failed execution, from n8n's API."""
+    import requests
+
+    answer = requests.get(
+        f"{bed.n8n.base_url}/api/v1/executions",
+        params={"workflowId": bed.workflow_id(workflow), "status": "error", "includeData": "true"},
+        headers={"X-N8N-API-KEY": bed.n8n.api_key},
+        timeout=30,
+    ).json()
+    return json.dumps(answer["data"][0]["data"]["resultData"].get("error", {}))
