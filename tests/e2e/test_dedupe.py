@@ -14,12 +14,15 @@ from typing import Any
 
 import pytest
 
+from testbed.settings import topology
 from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, stat, wait_until
+from tests.e2e.stalls import contend_with_stalls, n8n_main_pid
 from tests.e2e.test_lock_engine import engine_workflow, spans
+from tests.e2e.test_lock_stalls import report
+from tests.e2e.test_overlap_policies import SKIP_ANSWER_SECONDS
 
 CALLS = 10
 WINDOW = 4  # seconds a success turns its key away
-SKIP_ANSWER_SECONDS = 1.0  # as for --on-busy skip (test_overlap_policies.py)
 
 
 def _failing(key: str) -> dict[str, Any]:
@@ -67,10 +70,17 @@ def _failing(key: str) -> dict[str, Any]:
     return workflow
 
 
-def install(bed: LockBed, name: str, *flags: str) -> str:
+def install(
+    bed: LockBed, name: str, *flags: str, retrying: bool = False, window: int = WINDOW
+) -> str:
     key = f"{name}_{uuid.uuid4().hex[:6]}"
+    body = _failing(key)
+    if retrying:  # as in test_lock_stalls: n8n 2.x fails an expression a stop interrupts
+        for node in body["nodes"]:
+            if node["type"] != "n8n-nodes-base.webhook":
+                node.update(retryOnFail=True, maxTries=3, waitBetweenTries=0)
     path = bed.root / "workflows" / f"{key}.template.json"
-    path.write_text(json.dumps(_failing(key), indent=2))
+    path.write_text(json.dumps(body, indent=2))
     run_cli(
         bed.root,
         "add-dedupe",
@@ -79,7 +89,7 @@ def install(bed: LockBed, name: str, *flags: str) -> str:
         "--key-expression",
         "={{ $json.body.scope }}",
         "--window-seconds",
-        str(WINDOW),
+        str(window),
         "--ttl-seconds",
         "60",
         *flags,
@@ -161,6 +171,24 @@ def test_on_duplicate_error_fails_the_duplicate_naming_the_key(lockbed: LockBed,
     duplicate = call(lockbed, workflow, key, 1)
     assert duplicate.status >= 400 or "Duplicate" in json.dumps(duplicate.body), duplicate
     assert f"Duplicate execution of key '{key}'" in _last_error(lockbed, workflow)
+
+
+@pytest.mark.skipif(topology() != "single", reason="stops the one n8n process")
+def test_stalls_of_n8n_during_a_burst_of_duplicates_let_none_through(
+    lockbed: LockBed, key: str
+) -> None:
+    """n8n stops twice for 6 s (SIGSTOP) while 20 duplicates arrive: the body runs once and
+    every caller gets its answer (the stall-safety tests' harness, tests/e2e/stalls.py)."""
+    # A window longer than the run: callers stalled past a short one would rightly run again.
+    workflow = install(lockbed, "dedupe_stall", retrying=True, window=300)
+    run = contend_with_stalls(
+        lockbed, workflow, key, callers=20, hold_ms=300, schedule=[6, 6],
+        pids=[n8n_main_pid(lockbed.n8n)],
+    )  # fmt: skip
+    assert len(run.stops) == 2 and not run.stop_errors, report(run)
+    assert run.ok == 20, report(run)
+    assert len(run.bodies) == 1, report(run)
+    assert held_lanes(lockbed.redis, f"dedupe-{workflow}-{key}") == []
 
 
 def _last_error(bed: LockBed, workflow: str) -> str:
