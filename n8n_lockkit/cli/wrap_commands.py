@@ -223,9 +223,10 @@ def add_dedupe(
     {"skipped": true, "reason": "duplicate", "key": ..., "first_execution_id": ...} (or
     fails, with --on-duplicate error). Of simultaneous duplicates exactly one runs. A failed
     execution frees its key within seconds (the cleanup handler becomes the workflow's error
-    workflow: `create-lock --include-error-handler` first). Put it on before add-rate-limit's
-    limits and it runs first: a duplicate spends no rate budget. Running it again changes
-    nothing; `unwrap --only lock` takes it off.
+    workflow: `create-lock --include-error-handler` first). With add-rate-limit's limits on
+    the same workflow the guard runs first: a duplicate spends no rate budget. A workflow
+    takes a duplicate guard or add-lock-to-workflow's lock, not both. Running it again
+    changes nothing; `unwrap --only lock` takes it off.
 
     \b
     Example:

@@ -125,7 +125,10 @@ def plan_add_lock(
     elif ttl is None:
         ttl, source = default_ttl(body)
         messages.append(
-            f"lock TTL {ttl} s, from {source}: a body that runs longer must renew the lock "
+            f"duplicate guard TTL {ttl} s, from {source}: a duplicate that arrives while a body "
+            "runs longer than that runs too; pass --ttl-seconds"
+            if config.dedupe
+            else f"lock TTL {ttl} s, from {source}: a body that runs longer must renew the lock "
             "(--renew-before NODE) or pass --ttl-seconds"
         )
     config = replace(config, ttl_seconds=ttl)
@@ -166,7 +169,11 @@ def plan_add_lock(
 def dedupe_scope(workflow: str, key_expression: str) -> str:
     """The scope of a duplicate guard's lock: the key's, in the workflow's own namespace, in
     the form the key was given (literal, expression or template)."""
-    parse_scope(key_expression)
+    try:
+        parse_scope(key_expression)
+    except LockkitError as err:  # the user gave a key, not a scope
+        message = err.message.replace("scope expression", "key expression")
+        raise LockkitError(message, hint=err.hint) from err
     prefix = f"dedupe-{workflow}-"
     if key_expression.startswith("="):
         return "=" + prefix + key_expression[1:]

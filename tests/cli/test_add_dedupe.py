@@ -120,3 +120,17 @@ def test_add_dedupe_needs_the_cleanup_handler(workspace: Path, invoke: Invoke) -
     result = add_dedupe(invoke, workspace, "order_update")
     assert result.exit_code != 0
     assert "create-lock --include-error-handler" in result.output
+
+
+def test_a_broken_key_expression_is_named_as_the_key_and_changes_nothing(
+    locked: Path, invoke: Invoke
+) -> None:
+    before = text(locked, "order_update")
+    result = invoke(
+        "add-dedupe", "--workflow-key", "order_update", "--key-expression", "={{ $json.id }",
+        "--window-seconds", "60", cwd=locked,
+    )  # fmt: skip
+    assert result.exit_code == 3, explain(result)
+    assert "Error: unbalanced '{{' in key expression '={{ $json.id }'" in result.output
+    assert "Hint:" in result.output and "Traceback" not in result.output
+    assert text(locked, "order_update") == before
