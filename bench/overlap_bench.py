@@ -1,0 +1,172 @@
+"""How fast a turned-away caller gets its answer: `--on-busy skip`, `--on-busy buffer-one` and
+`add-dedupe` under a burst of simultaneous calls on one scope, beside the same burst of a plain
+workflow (issue 21). Not a test.
+
+    .venv/bin/python -m bench.overlap_bench [--versions 2.41.1,1.123.81] [--rounds 5]
+        [--calls 10] [-o figures.json] [--results bench/results]
+
+Per n8n version, one test bed at n8n's default settings (execution data saved), one Redis:
+- plain: Webhook → Hold (Wait hold_ms) → Work (Code), answering with the last node;
+- skip, buffer-one: plain wrapped by `add-lock-to-workflow --on-busy …` on the body's scope;
+- dedupe: plain wrapped by `add-dedupe` on the same key, window 600 s.
+Each round fires, for every workflow in a random order, `--calls` simultaneous calls on a fresh
+scope (the guarded ones hold for 3 s, so every other caller arrives while the first holds; plain
+holds 10 ms). The first round warms n8n up and is not counted. Reported per workflow: the bodies
+that ran per burst, and the answer times of the turned-away callers (plain: of every caller,
+the floor of that many simultaneous executions on this machine): median, p90, max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bench.common import bench_workflow, cli, prepare, print_sections, report_text, write_template
+from testbed.endpoints import N8nInstance
+from testbed.session import running_testbed
+
+RESULTS = Path(__file__).parent / "results"
+GUARD_HOLD_MS = 3000
+PLAIN_HOLD_MS = 10
+FORMS: dict[str, tuple[str, ...]] = {
+    "plain": (),
+    "skip": ("add-lock-to-workflow", "--on-busy", "skip"),
+    "buffer-one": ("add-lock-to-workflow", "--on-busy", "buffer-one"),
+    "dedupe": ("add-dedupe", "--window-seconds", "600", "--on-duplicate", "skip"),
+}
+EXPECTED_BODIES = {"skip": 1, "buffer-one": 2, "dedupe": 1}
+
+
+def install(root: Path, n8n: N8nInstance) -> dict[str, str]:
+    """The four workflows on the test bed; form -> webhook path."""
+    prepare(root, n8n)
+    cli(root, "create-lock", "--include-error-handler")
+    paths = {}
+    for form, command in FORMS.items():
+        key = f"overlap_{form.replace('-', '_')}"
+        write_template(root, bench_workflow(key))
+        if command:
+            scope_flag = "--key-expression" if command[0] == "add-dedupe" else "--scope-expression"
+            cli(root, command[0], "--workflow-key", key, scope_flag, "={{ $json.body.scope }}",
+                "--ttl-seconds", "120", *command[1:])  # fmt: skip
+        paths[form] = key
+    cli(root, "validate", "--env", "bench")
+    cli(root, "push", "--env", "bench")
+    cli(root, "push", "--env", "bench", "--activate", *paths.values())
+    return paths
+
+
+def call(n8n: N8nInstance, path: str, body: dict[str, Any]) -> tuple[float, bool]:
+    """Seconds until the answer, and whether it was a skipped one."""
+    start = time.monotonic()
+    response = requests.post(f"{n8n.base_url}/webhook/{path}", json=body, timeout=600)
+    response.raise_for_status()
+    seconds = time.monotonic() - start
+    answer = response.json()
+    return seconds, isinstance(answer, dict) and answer.get("skipped") is True
+
+
+def burst(n8n: N8nInstance, path: str, form: str, calls: int) -> list[tuple[float, bool]]:
+    hold = PLAIN_HOLD_MS if form == "plain" else GUARD_HOLD_MS
+    scope = f"overlap-{uuid.uuid4().hex[:10]}"
+    with ThreadPoolExecutor(calls) as pool:
+        return list(pool.map(lambda _: call(n8n, path, {"scope": scope, "hold_ms": hold}),
+                             range(calls)))  # fmt: skip
+
+
+def measure(version: str, rounds: int, calls: int) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    started = time.monotonic()
+    results: dict[str, dict[str, list[Any]]] = {f: {"bodies": [], "answers": []} for f in FORMS}
+    with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
+        os.environ["N8N_API_KEY"] = n8n.api_key
+        paths = install(Path(tmp) / "ws", n8n)
+        calls_started = time.monotonic()
+        for index in range(rounds + 1):
+            order = list(FORMS)
+            random.shuffle(order)
+            for form in order:
+                answers = burst(n8n, paths[form], form, calls)
+                if index == 0:
+                    continue  # warm-up
+                ran = [s for s, skipped in answers if not skipped]
+                away = [s for s, skipped in answers if skipped]
+                results[form]["bodies"].append(len(ran))
+                results[form]["answers"] += away if form != "plain" else ran
+                time.sleep(GUARD_HOLD_MS / 1000 + 1)  # the holders end before the next burst
+        calls_seconds = time.monotonic() - calls_started
+    return {
+        "n8n": version,
+        "rounds": rounds,
+        "calls": calls,
+        "forms": results,
+        "calls_seconds": calls_seconds,
+        "seconds": time.monotonic() - started,
+        "load_average_1min": [load_before, os.getloadavg()[0]],
+    }
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def table(result: dict[str, Any]) -> list[str]:
+    lines = [
+        f"n8n {result['n8n']}, {result['rounds']} bursts of {result['calls']} simultaneous calls "
+        "per form",
+        "",
+        "| form | bodies per burst (expected) | answers timed | median | p90 | max |",
+        "|---|---|---|---|---|---|",
+    ]
+    for form, figures in result["forms"].items():
+        answers: list[float] = figures["answers"]
+        expected = EXPECTED_BODIES.get(form, result["calls"])
+        timed = "every caller" if form == "plain" else "turned away"
+        cells = (
+            [f"{statistics.median(answers):.2f} s", f"{quantile(answers, 0.9):.2f} s",
+             f"{max(answers):.2f} s"]
+            if answers else ["–", "–", "–"]
+        )  # fmt: skip
+        bodies = ",".join(str(b) for b in figures["bodies"])
+        lines.append(f"| {form} | {bodies} ({expected}) | {timed} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--versions", default="2.41.1")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    command = "python -m bench.overlap_bench " + " ".join(argv or sys.argv[1:])
+    runs = [measure(v, args.rounds, args.calls) for v in args.versions.split(",")]
+    sections = [table(run) for run in runs]
+    for run in runs:
+        print_sections([table(run)], run)
+    intro = (__doc__ or "").split("\n\n")[0].replace("\n", " ")
+    day = datetime.date.today().isoformat()
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / f"overlap_bench-{day}.md").write_text(report_text(command, intro, sections))
+    if args.output:
+        args.output.write_text(json.dumps(runs, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
