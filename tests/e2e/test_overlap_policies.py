@@ -34,11 +34,12 @@ from tests.e2e.test_lock_engine import (
 CALLS = 10
 GRACE = keys.SKIP_GRACE_SECONDS
 HOLD_MS = 3000  # long enough that every simultaneous caller arrives while the first one holds
-# A skipped caller answers within this long of its request: 1 s, on a 2-core machine that runs
-# the other nine executions meanwhile (the bound for an answer "at once"). In queue
-# mode each execution is a job that a worker takes from Redis and answers through the main
-# process: 1.1 s was measured there, so it gets 2 s.
-SKIP_ANSWER_SECONDS = 1.0 if topology() == "single" else 2.0
+# A skipped caller answers at once: well before the holder's HOLD_MS ends, which a caller that
+# waited for its turn could not. How fast is a figure of bench.overlap_bench, not of this test
+# (2.41.1 on 2 cores: 0.7-0.9 s median for 10 simultaneous calls, 1.15 s at worst; a CI run
+# saw 1.03 s here, so 1 s would be flaky). In queue mode each execution also goes through the
+# queue (1.1 s measured).
+SKIP_ANSWER_SECONDS = 2.0 if topology() == "single" else 2.5
 
 
 def burst(bed: LockBed, key: str, scope: str, hold_ms: int = HOLD_MS) -> list[Call]:
