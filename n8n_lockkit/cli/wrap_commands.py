@@ -223,10 +223,11 @@ def add_dedupe(
     {"skipped": true, "reason": "duplicate", "key": ..., "first_execution_id": ...} (or
     fails, with --on-duplicate error). Of simultaneous duplicates exactly one runs. A failed
     execution frees its key within seconds (the cleanup handler becomes the workflow's error
-    workflow: `create-lock --include-error-handler` first). With add-rate-limit's limits on
-    the same workflow the guard runs first: a duplicate spends no rate budget. A workflow
-    takes a duplicate guard or add-lock-to-workflow's lock, not both. Running it again
-    changes nothing; `unwrap --only lock` takes it off.
+    workflow: `create-lock --include-error-handler` first). With add-rate-limit's limits and
+    add-lock-to-workflow's lock on the same workflow the guard runs first: a duplicate spends
+    no rate budget and never waits for the lock; a call the rate limit denies or the lock
+    skips frees its key unused. Running it again changes nothing; `unwrap --only dedupe`
+    takes it off.
 
     \b
     Example:
@@ -339,10 +340,10 @@ def add_rate_limit(
 @workflow_key_option
 @click.option(
     "--only",
-    type=click.Choice(("lock", "rate-limit")),
+    type=click.Choice(("lock", "rate-limit", "dedupe")),
     default=None,
-    help="Take off only the lock (the rate limits stay) or only the rate limits (the lock "
-    "stays). Default: both.",
+    help="Take off only the lock, only the rate limits, or only the duplicate guard (the "
+    "others stay). Default: all of them.",
 )
 @dry_run_option
 @output_option()
@@ -350,7 +351,7 @@ def add_rate_limit(
 def unwrap_workflow(
     app: AppContext, workflow_key: str, only: str | None, dry_run: bool, fmt: str
 ) -> None:
-    """Take off what add-lock-to-workflow and add-rate-limit added, notes and all.
+    """Take off what add-lock-to-workflow, add-rate-limit and add-dedupe added, notes and all.
 
     The workflow comes back as it was before: its nodes where they were, its settings as
     they were. Running it again changes nothing.
@@ -359,6 +360,7 @@ def unwrap_workflow(
     Example:
         n8nlock unwrap --workflow-key orders
         n8nlock unwrap --workflow-key enrich --only rate-limit --dry-run
+        n8nlock unwrap --workflow-key stripe-events --only dedupe
     """
     from n8n_lockkit.rewrite import plans as rewrite
 

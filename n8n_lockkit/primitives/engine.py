@@ -386,6 +386,7 @@ def acquire(
     g.connect(leave_items, 0, count_leave)
     g.connect(count_leave, 0, refused)
     g.place(origin, {**ACQUIRE_CELLS, **overlap.CELLS} if skips else ACQUIRE_CELLS, STEP, ROW)
+    names.retag(g)
     return g
 
 
@@ -453,4 +454,5 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     g.connect(split, 0, count)
     g.exits["done"] = [(waited, 1), (count, 0)]
     g.place(origin, RELEASE_CELLS, STEP, ROW)
+    names.retag(g)
     return g

@@ -157,12 +157,36 @@ def ref(name: str) -> str:
 
 @dataclass(frozen=True)
 class Names:
-    """The lock's node names; `label` tells several entries' chains apart."""
+    """The lock's node names; `label` tells several entries' chains apart, and `kind` what the
+    chain is: a duplicate guard's engine is named "Dedupe …" (roles `dedupe-…`), so that it can
+    sit beside a lock in one workflow.
+
+    Example:
+        >>> Names("Webhook", kind="Dedupe")("Lock Decide")
+        'Dedupe Decide (Webhook)'
+    """
 
     label: str = ""
+    kind: str = "Lock"
 
     def __call__(self, base: str) -> str:
+        if self.kind != "Lock" and base.startswith("Lock "):
+            base = f"{self.kind} {base.removeprefix('Lock ')}"
         return f"{base} ({self.label})" if self.label else base
+
+    def role(self, role: str) -> str:
+        """The role of a node of this kind's chain: `lock-hold` is `dedupe-hold` in a guard."""
+        return f"{self.kind.lower()}-{role.removeprefix('lock-')}"
+
+    def retag(self, group: Group) -> None:
+        """Give the group's `lock-…` nodes this kind's roles (after `Group.place`, which finds
+        cells by the engine's roles)."""
+        if self.kind == "Lock":
+            return
+        for node in group.nodes:
+            role = role_of(node)
+            if role is not None and role.startswith("lock-"):
+                node["notes"] = managed_notes(self.role(role))
 
 
 UNLABELLED = Names()  # one entry: the plain names

@@ -97,9 +97,10 @@ def joins(b: Builder) -> list[str]:
     return [str(n["name"]) for n in graph.nodes(b.workflow) if role_of(n) == "lock-join"]
 
 
-def frame_release(b: Builder, names: list[str]) -> None:
+def frame_release(b: Builder, names: list[str], text: str | None = None) -> None:
     nodes = [b.node(name) for name in names]
-    b.framed.append(Block("frame-release", notes.RELEASE_NOTE, notes.release(b.key), nodes))
+    text = notes.release(b.key) if text is None else text
+    b.framed.append(Block("frame-release", notes.RELEASE_NOTE, text, nodes))
 
 
 def release_spot(b: Builder) -> tuple[int, int]:

@@ -33,6 +33,7 @@ NODE_HEIGHT = 100
 # n8n's sticky note colours (1 yellow … 7 purple): one per kind of block.
 COLORS = {
     "frame-lock": 5,
+    "frame-dedupe": 3,
     "frame-rate": 6,
     "frame-release": 4,
     "frame-restore": 7,

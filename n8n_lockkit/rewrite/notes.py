@@ -11,6 +11,7 @@ from __future__ import annotations
 from n8n_lockkit.rewrite.configs import LockConfig, RateLimitConfig
 
 LOCK_NOTE = "n8nlock · Lock"
+DEDUPE_NOTE = "n8nlock · Duplicate Guard"
 RATE_NOTE = "n8nlock · Rate Limit"
 RELEASE_NOTE = "n8nlock · Lock Release"
 RESTORE_NOTE = "n8nlock · Waits Here"
@@ -40,7 +41,7 @@ def dedupe(key: str, config: LockConfig) -> str:
             f"while it runs, or within {config.dedupe_window_seconds} s after it succeeded, "
             f"{duplicates}. A failed execution frees its key at once (the cleanup handler).",
             f"**Change**: `n8nlock add-dedupe --workflow-key {key}` with other flags. "
-            f"**Remove**: `n8nlock unwrap --workflow-key {key} --only lock`. {HAND_EDITS}",
+            f"**Remove**: `n8nlock unwrap --workflow-key {key} --only dedupe`. {HAND_EDITS}",
         ]
     )
 
@@ -87,22 +88,35 @@ def rate(key: str, rates: tuple[RateLimitConfig, ...]) -> str:
     )
 
 
-def release(key: str) -> str:
+def release(key: str, lock: bool = True, guard: LockConfig | None = None) -> str:
+    if guard is None:
+        return "\n".join(
+            [
+                "## Lock release",
+                "Runs once every branch of the body has ended, and frees the lock for the next "
+                "execution. An execution that fails before it leaves the lock to "
+                "`--lock-on-error` or its TTL.",
+                f"**Remove** the lock: `n8nlock unwrap --workflow-key {key} --only lock`",
+            ]
+        )
+    freed = "the lock, then the duplicate guard's key" if lock else "the duplicate guard's key"
     return "\n".join(
         [
-            "## Lock release",
-            "Runs once every branch of the body has ended, and frees the lock for the next "
-            "execution. An execution that fails before it leaves the lock to "
-            "`--lock-on-error` or its TTL.",
-            f"**Remove** the lock: `n8nlock unwrap --workflow-key {key} --only lock`",
+            "## Lock and duplicate guard release" if lock else "## Duplicate guard release",
+            f"Runs once the execution ends without failing, and frees {freed}. When the body "
+            f"ran, the key stays used for {guard.dedupe_window_seconds} s; when it did not "
+            "(the rate limit denied it, the lock skipped it), the key is free again at once. A "
+            "failed execution's locks are freed by the cleanup handler.",
+            f"**Remove** the guard: `n8nlock unwrap --workflow-key {key} --only dedupe`",
         ]
     )
 
 
-def restore(rates: tuple[RateLimitConfig, ...], lock: LockConfig | None) -> str:
-    waits = " and ".join(
-        what for what, present in (("the rate limit", bool(rates)), ("the lock", lock)) if present
-    )
+def restore(
+    rates: tuple[RateLimitConfig, ...], lock: LockConfig | None, guard: LockConfig | None = None
+) -> str:
+    steps = (("the duplicate guard", guard), ("the rate limit", rates), ("the lock", lock))
+    waits = " and ".join(what for what, present in steps if present)
     return f"**n8nlock**: waits for {waits}, then hands the body the trigger's items."
 
 

@@ -19,7 +19,7 @@ from n8n_lockkit.primitives.catalogue import (
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.scope import parse_scope
-from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
+from n8n_lockkit.rewrite.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
@@ -108,15 +108,9 @@ def plan_add_lock(
 ) -> Plan:
     """The workflow wrapped in `config`'s lock; a `ttl_seconds` of None takes `default_ttl`."""
     path, text, workflow = load_workflow(workspace, key)
-    existing, rate = read_configs(workflow)
-    if existing is not None and existing.dedupe != config.dedupe:
-        has, asked = (
-            ("a duplicate guard", "a lock") if existing.dedupe else ("a lock", "a duplicate guard")
-        )
-        raise LockkitError(
-            f"workflow {key!r} already has {has}; it cannot take {asked} too",
-            hint=f"take it off with `n8nlock unwrap --workflow-key {key} --only lock` first",
-        )
+    lock, rate = read_configs(workflow)
+    guard = read_guard(workflow)
+    existing = guard if config.dedupe else lock
     body = unwrap(workflow)
     messages: list[str] = []
     ttl = config.ttl_seconds
@@ -144,7 +138,10 @@ def plan_add_lock(
         needed.append(LOCK_RENEW.key)
         how += " --include-renew"
     _require(workspace, envs, needed, how)
-    wrapped = wrap(body, key, config, rate)
+    if config.dedupe:
+        wrapped = wrap(body, key, lock, rate, config)
+    else:
+        wrapped = wrap(body, key, config, rate, guard)
     messages += _unknown_entries(body)
     if graph.as_dict(body.get("settings")).get("executionOrder") != "v1":
         messages.append(
@@ -155,7 +152,7 @@ def plan_add_lock(
     if scope.static is not None:
         for env in envs:
             env.add_lock_scope(scope.static)
-    if not config.lock_on_error and not config.dedupe:
+    if not config.lock_on_error and not config.dedupe and guard is None:
         messages.append(
             f"without --lock-on-error, an execution that fails while holding scope "
             f"{config.scope} leaves it locked until its TTL ({config.ttl_seconds} s) runs out; "
@@ -242,6 +239,7 @@ def plan_add_rate_limit(
     parse_scope(config.scope)
     path, text, workflow = load_workflow(workspace, key)
     lock, rate = read_configs(workflow)
+    guard = read_guard(workflow)
     limits = list(rate_limits(rate))
     same = next((i for i, r in enumerate(limits) if r.scope == config.scope), None)
     kept = limits[same].algorithm if same is not None else DEFAULT_ALGORITHM
@@ -251,20 +249,26 @@ def plan_add_rate_limit(
     else:
         limits[same] = config
     body = unwrap(workflow)
-    wrapped = wrap(body, key, lock, tuple(limits))
+    wrapped = wrap(body, key, lock, tuple(limits), guard)
     return Plan((FileChange(path, text, dump_workflow(wrapped)),), tuple(_unknown_entries(body)))
 
 
 def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan:
-    """The workflow without what n8nlock added: everything, or `only` the lock (the rate
-    limits stay) or `only` the rate limits (the lock stays). A workflow n8nlock never wrapped
+    """The workflow without what n8nlock added: everything, or `only` one part (the lock, the
+    rate limits, or the duplicate guard; the others stay). A workflow n8nlock never wrapped
     stays as it is."""
     path, text, workflow = load_workflow(workspace, key)
     lock, rate = read_configs(workflow)
-    if lock is None and rate is None:
+    guard = read_guard(workflow)
+    if lock is None and rate is None and guard is None:
         return Plan((), (f"{path.name}: n8nlock added nothing to it; nothing to remove",))
-    keep_lock = lock if only == "rate-limit" else None
-    keep_rate = rate if only == "lock" else None
+    parts = {"lock": lock, "rate-limit": rate, "dedupe": guard}
+    if only is not None and parts[only] is None:
+        has = ", ".join(f"--only {name}" for name, part in parts.items() if part is not None)
+        return Plan((), (f"{path.name} has no {only} to take off; it has: {has}",))
+    keep_lock = lock if only not in (None, "lock") else None
+    keep_rate = rate if only not in (None, "rate-limit") else None
+    keep_guard = guard if only not in (None, "dedupe") else None
     body = unwrap(workflow)
     messages: list[str] = []
     scope = parse_scope(lock.scope).static if lock and keep_lock is None else None
@@ -273,5 +277,5 @@ def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan
             f"lockScopes still lists {scope!r} in the env files; `n8nlock locks` and `reap` "
             "keep watching it until you take it out"
         )
-    result = wrap(body, key, keep_lock, keep_rate)
+    result = wrap(body, key, keep_lock, keep_rate, keep_guard)
     return Plan((FileChange(path, text, dump_workflow(result)),), tuple(messages))

@@ -24,10 +24,11 @@ from n8n_lockkit.rewrite.wrap_settings import (
     BEFORE_NO_ORDER,
     BEFORE_NO_SETTINGS,
     HANDLER_ID,
+    RELEASE_ROLES,
 )
 
-_CHAIN = frozenset({"rate-limit", "rate-allowed", "rate-restore", "lock-acquire", "lock-restore"})
-_RESTORES = ("rate-restore", "lock-restore")
+_RESTORES = ("rate-restore", "lock-restore", "dedupe-restore")
+_CHAIN = frozenset({"rate-limit", "rate-allowed", "lock-acquire", *_RESTORES})
 
 
 def _chain_end(workflow: Workflow, roles: dict[str, str], trigger: str, output: int) -> str | None:
@@ -61,7 +62,7 @@ def _before_wrap(workflow: Workflow) -> list[str]:
     """What settings held before wrap changed them, as wrap noted on Lock Release."""
     for node in graph.nodes(workflow):
         notes = str(node.get("notes", ""))
-        if role_of(node) == "lock-release" and BEFORE_MARK in notes:
+        if role_of(node) in RELEASE_ROLES and BEFORE_MARK in notes:
             return notes.split(BEFORE_MARK, 1)[1].split(", ")
     return []
 
@@ -85,11 +86,7 @@ def read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
     try:
         return _read_configs(workflow)
     except (KeyError, TypeError, ValueError) as err:
-        raise WrapError(
-            f"n8nlock's nodes in this workflow were changed by hand and cannot be read ({err!r})",
-            hint="change them only through add-lock-to-workflow / add-rate-limit; restore the "
-            "file from version control, or delete the nodes whose notes start with 'n8nlock:'",
-        ) from err
+        raise _changed_by_hand(err) from err
 
 
 def _inline_values(workflow: Workflow, role: str = "lock-context") -> Any:
@@ -151,10 +148,56 @@ def _fail_fast_policy(fail_fast: object) -> str:
     return "error" if fail_fast else "wait"
 
 
+def read_guard(workflow: Workflow) -> LockConfig | None:
+    """The duplicate guard a wrapped workflow carries (`add-dedupe`), if any."""
+    try:
+        inline = _inline_values(workflow, "dedupe-context")
+        if inline is None:  # a guard made before it had a chain of its own ("Lock …")
+            inline = _inline_values(workflow)
+            if inline is None or inline.get("dedupe_window_seconds") is None:
+                return None
+        return _inline_lock(workflow, inline)
+    except (KeyError, TypeError, ValueError) as err:
+        raise _changed_by_hand(err) from err
+
+
+def _changed_by_hand(err: Exception) -> WrapError:
+    return WrapError(
+        f"n8nlock's nodes in this workflow were changed by hand and cannot be read ({err!r})",
+        hint="change them only through add-lock-to-workflow / add-rate-limit / add-dedupe; "
+        "restore the file from version control, or delete the nodes whose notes start with "
+        "'n8nlock:'",
+    )
+
+
+def _inline_lock(workflow: Workflow, inline: Any) -> LockConfig:
+    lock_on_error = graph.as_dict(workflow.get("settings")).get("errorWorkflow") == HANDLER_ID
+    dedupe = inline.get("dedupe_window_seconds") is not None
+    renew_before = tuple(
+        str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
+        for n in graph.nodes(workflow)
+        if role_of(n) == "lock-renew" and not dedupe
+    )
+    return LockConfig(
+        scope=str(inline["scope"]),
+        ttl_seconds=int(inline["ttl_seconds"]),
+        max_wait_seconds=int(inline["max_wait_seconds"]),
+        # A lock wrapped before overlap policies wrote fail_fast.
+        on_busy=str(inline.get("on_busy") or _fail_fast_policy(inline.get("fail_fast"))),
+        max_concurrent=int(inline["max_concurrent"]),
+        lock_on_error=lock_on_error,
+        renew_before=renew_before,
+        dedupe_window_seconds=_optional_int(inline.get("dedupe_window_seconds")),
+        dedupe_key=_optional_str(inline.get("dedupe_key")),
+    )
+
+
 def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
     lock = rate = None
     values = _values(workflow, "lock-acquire")
     inline = _inline_values(workflow)
+    if inline is not None and inline.get("dedupe_window_seconds") is not None:
+        inline = None  # a guard made before it had a chain of its own: read_guard's
     if values is not None or inline is not None:
         lock_on_error = graph.as_dict(workflow.get("settings")).get("errorWorkflow") == HANDLER_ID
         renew_before = tuple(
@@ -163,18 +206,7 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
             if role_of(n) == "lock-renew"
         )
         if inline is not None:
-            lock = LockConfig(
-                scope=str(inline["scope"]),
-                ttl_seconds=int(inline["ttl_seconds"]),
-                max_wait_seconds=int(inline["max_wait_seconds"]),
-                # A lock wrapped before overlap policies wrote fail_fast.
-                on_busy=str(inline.get("on_busy") or _fail_fast_policy(inline.get("fail_fast"))),
-                max_concurrent=int(inline["max_concurrent"]),
-                lock_on_error=lock_on_error,
-                renew_before=renew_before,
-                dedupe_window_seconds=_optional_int(inline.get("dedupe_window_seconds")),
-                dedupe_key=_optional_str(inline.get("dedupe_key")),
-            )
+            lock = _inline_lock(workflow, inline)
         elif values is not None:
             lock = LockConfig(
                 scope=str(values["scope"]),
@@ -197,6 +229,7 @@ def unwrap(workflow: Workflow) -> Workflow:
     if not roles:
         return result
     lock, _ = read_configs(result)
+    guard = read_guard(result)
     rate_shift = _rate_shift(result)
     graph.normalise(result)
     connections = result["connections"]
@@ -226,6 +259,7 @@ def unwrap(workflow: Workflow) -> Workflow:
                 else outputs
             )
     graph.normalise(result)
-    graph.shift_body(result, -(rate_shift + (lock.shift if lock else 0)))
+    lock_shift = sum(c.shift for c in (lock, guard) if c is not None)
+    graph.shift_body(result, -(rate_shift + lock_shift))
     _restore_settings(result, _before_wrap(workflow))
     return result

@@ -32,7 +32,7 @@ from n8n_lockkit.primitives.catalogue import (
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
 from n8n_lockkit.rewrite.plans import parse_workflow
 from n8n_lockkit.rewrite.scope import parse_scope
-from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
+from n8n_lockkit.rewrite.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrap import LockConfig, WrapError, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
@@ -129,17 +129,18 @@ def _wrapped(
     found = formats.workflow_format(workflow)
     try:
         lock, rate = read_configs(workflow)
+        guard = read_guard(workflow)
         moved = inline and lock is not None and lock.via_subworkflow
         if lock is not None and inline:
             lock = replace(lock, via_subworkflow=False)
-        after = dump_workflow(wrap(unwrap(workflow), key, lock, rate))
+        after = dump_workflow(wrap(unwrap(workflow), key, lock, rate, guard))
     except WrapError as err:
         return f"{workspace.relative(path)} was kept as it is: {err.message}"
     change = FileChange(path, text, after)
     note = "lock moved into the workflow" if moved else ""
     item = UpgradeItem(key, "wrapped", found, change.action.value, note)
     static = parse_scope(lock.scope).static if lock is not None else None
-    return _Wrapped(change, item, _needed(lock), static)
+    return _Wrapped(change, item, _needed(lock) + _needed(guard), static)
 
 
 @dataclass

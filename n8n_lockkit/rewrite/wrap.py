@@ -1,8 +1,10 @@
-"""Wrap a workflow's body in a rate limit and/or a lock (`unwrap.py` takes it off again).
+"""Wrap a workflow's body in a duplicate guard, a rate limit and a lock, any of them
+(`unwrap.py` takes them off again).
 
-`wrap(body, …)` is a pure function of the unwrapped workflow and the two configs, and
-`unwrap` recovers both from a wrapped workflow, so re-running a command with the same flags
-gives the same bytes and different flags update the nodes in place.
+`wrap(body, …)` is a pure function of the unwrapped workflow and the configs, and
+`unwrap.read_configs` / `read_guard` recover them from a wrapped workflow, so re-running a
+command with the same flags gives the same bytes and different flags update the nodes in
+place.
 
 Shape, per entry T (rate limit first: it is cheap and must not queue on the lock):
 
@@ -14,9 +16,13 @@ Shape, per entry T (rate limit first: it is cheap and must not queue on the lock
     every end of the body, and each Lock Restore → Lock Join → Lock Release Once?
         → Lock Release Verdict → … → Lock Release → Lock Output
 
+A duplicate guard (`add-dedupe`) is the same engine chain named "Dedupe …", in front of the
+rate limit: T → Dedupe Context … Dedupe Restore → Rate Limit … → Lock … → the body.
+
 The acquire and release chains come from `primitives/engine.py` (the inline form, the
-default). With `via_subworkflow`, Lock Acquire / Lock Release call the primitives instead,
-and Lock Restore Items (a Code node) gives the body the trigger's items again.
+default); `release.py` builds the release side. With `via_subworkflow`, Lock Acquire / Lock
+Release call the primitives instead, and Lock Restore Items (a Code node) gives the body the
+trigger's items again.
 
 On the canvas (`builder.py`, `layout.py`, `notes.py`) the acquire and rate-limit chains stack
 above the body, the release sits right of the body's ends, and every block is framed by a
@@ -35,16 +41,13 @@ import dataclasses
 import json
 
 from n8n_lockkit.primitives import engine, nodekit, overlap, rate
-from n8n_lockkit.rewrite import configs, graph, notes, shape
+from n8n_lockkit.rewrite import configs, graph, notes, release, shape
 from n8n_lockkit.rewrite.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
     STEP,
     Block,
     Builder,
     entry_label,
-    frame_release,
-    join_once,
-    joins,
     trigger_entries,
 )
 from n8n_lockkit.rewrite.configs import ALGORITHMS as ALGORITHMS
@@ -61,8 +64,6 @@ from n8n_lockkit.rewrite.wrap_nodes import (
     acquired,
     call,
     if_parameters,
-    js_literal,
-    output_code,
     owned,
     restore_items,
     role_of,
@@ -75,6 +76,7 @@ from n8n_lockkit.rewrite.wrap_settings import (
 )
 
 EXECUTE = "n8n-nodes-base.executeWorkflow"
+LOCK_FRAME = ("frame-lock", notes.LOCK_NOTE)
 LOST = (
     "Lock lost before {target}: {{{{ $json.reason }}}} (scope '{{{{ $json.scope }}}}'); "
     "the node did not run"
@@ -170,13 +172,15 @@ def _acquire_inline(
 ) -> tuple[str, str]:
     """The engine's acquire chain (stacked above the body), and Lock Restore: a Merge
     that waits for the lock and hands the body the items of `after` (the trigger's, binary
-    data included), as n8n's Merge "choose branch" passes input 1 through untouched.
+    data included), as n8n's Merge "choose branch" passes input 1 through untouched. A
+    duplicate guard's chain is the same, named "Dedupe …".
 
     Returns the names of the chain's decision node (its record names the held lock) and of
-    Lock Restore."""
+    its Restore."""
     x, y = b.position(after[0])
     trigger = entry_label(b.workflow, entry)
     label = "" if b.single_entry else trigger
+    names = nodekit.Names(label, kind="Dedupe" if config.dedupe else "Lock")
     inputs = engine.LockInputs(
         scope=config.scope,
         ttl_seconds=config.ttl_seconds,
@@ -187,19 +191,19 @@ def _acquire_inline(
         dedupe_key=config.dedupe_key,
     )
     skips = config.on_busy in overlap.SKIPPING
-    names = nodekit.Names(label)
     group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips)
     if skips and _responds_by_node(b.workflow, entry):
         _respond_skipped(b.key, group, names)
-    name = b.name(notes.LOCK_NOTE, trigger)
-    b.stack(Block("frame-lock", name, notes.lock(b.key, config), b.add_group(group)))
+    role, title = ("frame-dedupe", notes.DEDUPE_NOTE) if config.dedupe else LOCK_FRAME
+    text = notes.lock(b.key, config)
+    b.stack(Block(role, b.name(title, trigger), text, b.add_group(group)))
     context = b.node(group.entry)
     context["notes"] += CONFIG_MARK + json.dumps(_config_note(config), sort_keys=True)
     restore = b.add(
         owned(
             b.key,
-            "lock-restore",
-            b.name("Lock Restore", trigger),
+            names.role("lock-restore"),
+            names("Lock Restore"),
             "n8n-nodes-base.merge",
             3,
             [x + STEP, y],
@@ -210,7 +214,7 @@ def _acquire_inline(
     b.connect(*after, restore, 0)
     for source, output in group.exits["held"]:
         b.connect(source, output, restore, 1)
-    return nodekit.Names(label)("Lock Decide"), restore
+    return names("Lock Decide"), restore
 
 
 def _responds_by_node(workflow: Workflow, entry: Entry) -> bool:
@@ -227,7 +231,7 @@ def _respond_skipped(key: str, group: nodekit.Group, names: nodekit.Names) -> No
     x, y = next(n["position"] for n in group.nodes if n["name"] == answer)
     respond = group.add(
         nodekit.node(
-            key, "lock-skipped-response", names("Lock Skipped Response"),
+            key, names.role("lock-skipped-response"), names("Lock Skipped Response"),
             "n8n-nodes-base.respondToWebhook", 1.1, [x + engine.STEP, y],
             {"respondWith": "firstIncomingItem", "options": {}},
         )
@@ -248,103 +252,6 @@ def _config_note(config: LockConfig) -> dict[str, object]:
             else {}
         ),
     }
-
-
-def _release_inline(
-    b: Builder,
-    decisions: list[str],
-    restores: list[str],
-    terminals: list[tuple[str, int]],
-    renewals: list[str],
-) -> None:
-    join, once = join_once(b, restores, terminals, engine.RELEASE_ENTRY)
-    x, y = b.position(once)
-    group = engine.release(b.key, _held(decisions, renewals), (x + engine.STEP, y))
-    b.add_group(group)
-    right = max(node["position"][0] for node in group.nodes) + engine.STEP
-    ends = list(dict.fromkeys(terminals))
-    if len(ends) == 1:
-        # One end: a Merge answers with its items (input 1), once the release has run (input
-        # 2); it costs no task runner, unlike the Code node that picks among several ends.
-        output = b.add(
-            owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.merge", 3, [right, y],
-                  dict(INPUT_1_ONCE_ALL_ARRIVED)),
-            placed=True,
-        )  # fmt: skip
-        b.connect(*ends[0], output, 0)
-        released = 1
-    else:
-        output = b.add(
-            owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.code", 2, [right, y],
-                  output_code(terminals)),
-            placed=True,
-        )  # fmt: skip
-        released = 0
-    b.connect(join, 0, once)
-    b.connect(once, 0, group.entry)
-    b.connect(once, 1, output, released)
-    for source, index in group.exits["done"]:
-        b.connect(source, index, output, released)
-    frame_release(b, [*joins(b), once, *(str(n["name"]) for n in group.nodes), output])
-
-
-def _held(decisions: list[str], renewals: list[str]) -> str:
-    """A JS expression of the held lock's record: the decision of the chain that ran, with
-    the expiry of its last renewal (the release margin counts from that)."""
-    if len(decisions) == 1:
-        decision = f"$({js_literal(decisions[0])}).first().json"
-    else:
-        names = js_literal(decisions)
-        decision = f"{names}.map((n) => $(n)).find((n) => n.isExecuted).first().json"
-    if not renewals:
-        return decision
-    renewed = (
-        f"{js_literal(renewals)}.map((n) => $(n)).filter((n) => n.isExecuted)"
-        ".map((n) => n.first().json).filter((r) => r.renewed).map((r) => Date.parse(r.expires_at))"
-    )
-    return f"((d) => ({{ ...d, expires_ms: Math.max(d.expires_ms, ...{renewed}) }}))({decision})"
-
-
-def _release(
-    b: Builder, acquires: list[str], restores: list[str], terminals: list[tuple[str, int]]
-) -> None:
-    join, once = join_once(b, restores, terminals, "Lock Release")
-    x, y = b.position(join)
-    release = b.add(
-        owned(
-            b.key,
-            "lock-release",
-            "Lock Release",
-            "n8n-nodes-base.executeWorkflow",
-            1.2,
-            [x + 2 * engine.STEP, y],
-            call(
-                "lock_release",
-                {
-                    "scope": acquired(acquires, "scope"),
-                    "lock_id": acquired(acquires, "lock_id"),
-                    "ticket": acquired(acquires, "ticket"),
-                    "max_concurrent": acquired(acquires, "slots"),
-                },
-            ),
-        )
-    )
-    output = b.add(
-        owned(
-            b.key,
-            "lock-output",
-            "Lock Output",
-            "n8n-nodes-base.code",
-            2,
-            [x + 3 * engine.STEP, y],
-            output_code(terminals),
-        )
-    )
-    b.connect(join, 0, once)
-    b.connect(once, 0, release)
-    b.connect(once, 1, output)
-    b.connect(release, 0, output)
-    frame_release(b, [*joins(b), once, release, output])
 
 
 def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
@@ -420,8 +327,33 @@ def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
         b.connect(check, 1, lost)
 
 
-def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Workflow:
-    """The body with the rate limit and lock nodes around it (a new dict).
+# The steps in front of the body, in order: a duplicate guard first (a duplicate spends no rate
+# budget and never queues for the lock), then the rate limit (a denied call never queues for
+# the lock), then the lock.
+STEPS = ("guard", "rate", "lock")
+# Where an execution that holds a guard may end without the body, quietly (a failure leaves the
+# guard to the cleanup handler): a rate limit's passthrough or stop, a lock's skip.
+QUIET_ENDS = ("rate-denied-passthrough", "rate-denied-stop", "lock-skipped")
+
+
+def _check_composition(lock: LockConfig | None, guard: LockConfig | None) -> None:
+    if lock and lock.via_subworkflow and lock.on_busy in overlap.SKIPPING:
+        raise configs.WrapError(
+            f"--on-busy {lock.on_busy} needs the inline lock",
+            hint="drop --via-subworkflow (direct callers pass on_busy to lock_acquisition)",
+        )
+    if lock and guard and lock.via_subworkflow:
+        raise configs.WrapError(
+            "a duplicate guard composes with the inline lock, not with --via-subworkflow",
+            hint="drop --via-subworkflow, or take the guard off (`unwrap --only dedupe`)",
+        )
+
+
+def wrap(
+    body: Workflow, key: str, lock: LockConfig | None, rate: Rates, guard: LockConfig | None = None
+) -> Workflow:
+    """The body with the duplicate guard, rate limit and lock nodes in front of it (a new
+    dict); each is optional.
 
     Every connected output of every trigger gets its own chain (a webhook with several HTTP
     methods has one output per method), and every chain shares one release.
@@ -429,62 +361,110 @@ def wrap(body: Workflow, key: str, lock: LockConfig | None, rate: Rates) -> Work
     workflow = copy.deepcopy(body)
     graph.normalise(workflow)
     rates = rate_limits(rate)
-    if lock is None and not rates:
+    if lock is None and guard is None and not rates:
         return workflow
     shape.check_shape(workflow)
-    if lock and lock.via_subworkflow and lock.on_busy in overlap.SKIPPING:
-        raise configs.WrapError(
-            f"--on-busy {lock.on_busy} needs the inline lock",
-            hint="drop --via-subworkflow (direct callers pass on_busy to lock_acquisition)",
-        )
+    _check_composition(lock, guard)
     entries = trigger_entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
-    graph.shift_body(
-        workflow, (configs.INLINE_RATE_SHIFT if rates else 0) + (lock.shift if lock else 0)
+    shift = (configs.INLINE_RATE_SHIFT if rates else 0) + sum(
+        c.shift for c in (lock, guard) if c is not None
     )
+    graph.shift_body(workflow, shift)
     b = Builder(key, workflow, len(entries) == 1, 0)
     b.join_y = b.position(entries[0].node)[1]
-    acquires, restores = [], []
+    chains: dict[str, list[str]] = {"guard": [], "guard-restore": [], "lock": [],
+                                    "lock-restore": [], "body": []}  # fmt: skip
     for entry in entries:
         main = workflow["connections"][entry.node]["main"]
         body_links = main[entry.output]
         main[entry.output] = []
-        waits: list[str] = []  # the nodes in the body's row that wait for a verdict
-        last = (entry.node, entry.output)
-        # A rate limit goes before a lock (a denied call never queues for the lock), and after
-        # a duplicate guard (a duplicate spends no rate budget).
-        for step in ("lock", "rate") if lock and lock.dedupe else ("rate", "lock"):
-            if step == "rate" and rates:
-                last = (_rate_limit(b, last, entry, rates), 0)
-                waits.append(last[0])
-            elif step == "lock" and lock:
-                if lock.via_subworkflow:
-                    acquire, restore = _acquire(b, last, entry, lock)
-                    waits += [acquire, restore]
-                else:
-                    acquire, restore = _acquire_inline(b, last, entry, lock)
-                    waits.append(restore)
-                acquires.append(acquire)
-                restores.append(restore)
-                last = (restore, 0)
+        last, waits = _steps(b, (entry.node, entry.output), entry, lock, rates, guard, chains)
+        chains["body"] += [str(link["node"]) for link in body_links]
         name = b.name(notes.RESTORE_NOTE, entry_label(workflow, entry))
-        text = notes.restore(rates, lock)
+        text = notes.restore(rates, lock, guard)
         b.framed.append(Block("frame-restore", name, text, [b.node(w) for w in waits]))
         workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
         _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
+    if lock and lock.via_subworkflow:
+        release.via_subworkflow(b, chains["lock"], chains["lock-restore"], ends)
+    elif lock or guard:
+        _release_inline(b, chains, ends, lock, rates, guard)
     if lock:
-        if lock.via_subworkflow:
-            _release(b, acquires, restores, ends)
-        else:
-            renewals = [f"Lock Renew ({target})" for target in lock.renew_before]
-            _release_inline(b, acquires, restores, ends, renewals)
-        _renewals(b, acquires, lock)
+        _renewals(b, chains["lock"], lock)
+    if lock or guard:
+        on_error = bool(guard) or bool(lock and lock.lock_on_error)
         note_before(
-            workflow,
-            [*set_execution_order(workflow), *set_error_workflow(workflow, lock.lock_on_error)],
+            workflow, [*set_execution_order(workflow), *set_error_workflow(workflow, on_error)]
         )
     b.frames()
     return workflow
+
+
+def _steps(
+    b: Builder,
+    last: tuple[str, int],
+    entry: Entry,
+    lock: LockConfig | None,
+    rates: tuple[RateLimitConfig, ...],
+    guard: LockConfig | None,
+    chains: dict[str, list[str]],
+) -> tuple[tuple[str, int], list[str]]:
+    """The steps in front of one entry's body, after `last`: the output that now leads into
+    the body, and the nodes in the body's row that wait for a verdict."""
+    waits: list[str] = []
+    for step in STEPS:
+        if step == "rate" and rates:
+            last = (_rate_limit(b, last, entry, rates), 0)
+            waits.append(last[0])
+        elif step == "guard" and guard:
+            decision, restore = _acquire_inline(b, last, entry, guard)
+            waits.append(restore)
+            chains["guard"].append(decision)
+            chains["guard-restore"].append(restore)
+            last = (restore, 0)
+        elif step == "lock" and lock:
+            if lock.via_subworkflow:
+                acquire, restore = _acquire(b, last, entry, lock)
+                waits += [acquire, restore]
+            else:
+                acquire, restore = _acquire_inline(b, last, entry, lock)
+                waits.append(restore)
+            chains["lock"].append(acquire)
+            chains["lock-restore"].append(restore)
+            last = (restore, 0)
+    return last, waits
+
+
+def _release_inline(
+    b: Builder,
+    chains: dict[str, list[str]],
+    ends: list[tuple[str, int]],
+    lock: LockConfig | None,
+    rates: tuple[RateLimitConfig, ...],
+    guard: LockConfig | None,
+) -> None:
+    """The release of what the execution holds: the lock (only when it took it, if a guard
+    came first), then the guard (its done mark only when the body ran)."""
+    held: list[release.Held] = []
+    if lock:
+        renewals = [f"Lock Renew ({target})" for target in lock.renew_before]
+        record = release.record(chains["lock"], renewals)
+        # Not "Lock Restore ran": n8n runs a Merge that lacks an input at the end of the
+        # execution (with no output), so it has run after a skip too.
+        when = f"{release.record(chains['lock'])}.state === 'enter'" if guard else None
+        held.append(release.Held(nodekit.Names(), record, when))
+    quiet: list[tuple[str, int]] = []
+    if guard:
+        record = release.record(chains["guard"])
+        if lock or rates:  # steps between the guard and the body: did the body begin?
+            record = release.unless_body_ran(record, release.executed(chains["body"]))
+            quiet = [(str(n["name"]), 0) for n in graph.nodes(b.workflow)
+                     if role_of(n) in QUIET_ENDS]  # fmt: skip
+        held.append(release.Held(nodekit.Names(kind="Dedupe"), record))
+    restores = chains["guard-restore"] if guard else chains["lock-restore"]
+    text = notes.release(b.key, lock is not None, guard)
+    release.inline(b, held, restores, ends, quiet, text)
 
 
 def _set_output(

@@ -56,7 +56,11 @@ def set_error_workflow(workflow: Workflow, lock_on_error: bool) -> list[str]:
     return [BEFORE_EMPTY_ERROR_WORKFLOW] if current == "" else []
 
 
+# The release's Redis node carries what settings held before wrap (the lock's, else the guard's).
+RELEASE_ROLES = ("lock-release", "dedupe-release")
+
+
 def note_before(workflow: Workflow, before: list[str]) -> None:
     if before:
-        release = next(n for n in workflow["nodes"] if role_of(n) == "lock-release")
+        release = next(n for n in workflow["nodes"] if role_of(n) in RELEASE_ROLES)
         release["notes"] += BEFORE_MARK + ", ".join(before)

@@ -1,11 +1,12 @@
-"""`n8nlock add-dedupe`: a duplicate guard is the lock on the key's own scope, with on_busy
-skip (or error) and a window; it composes with add-rate-limit (the guard first) and excludes
-add-lock-to-workflow."""
+"""`n8nlock add-dedupe`: a duplicate guard is the lock engine on the key's own scope (its nodes
+named "Dedupe …"), with on_busy skip (or error) and a window; it composes with add-rate-limit
+and add-lock-to-workflow, in front of both."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from click.testing import Result
 
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.plans import dedupe_scope
-from n8n_lockkit.rewrite.unwrap import read_configs
+from n8n_lockkit.rewrite.unwrap import read_configs, read_guard
+from n8n_lockkit.rewrite.wrap_nodes import role_of
 from tests.cli.test_add_lock import add_lock, add_rate_limit, locked, workflow
 from tests.conftest import Invoke, explain
 
@@ -52,8 +54,9 @@ def test_add_dedupe_guards_with_a_skipping_lock_and_the_cleanup_handler(
     result = add_dedupe(invoke, locked, "order_update")
     assert result.exit_code == 0, explain(result)
     wrapped = workflow(locked, "order_update")
-    lock, rate = read_configs(wrapped)
-    assert lock is not None and rate is None
+    assert read_configs(wrapped) == (None, None)
+    lock = read_guard(wrapped)
+    assert lock is not None
     assert (lock.scope, lock.on_busy, lock.dedupe_window_seconds, lock.dedupe_key) == (
         "=dedupe-order_update-{{ $json.body.orderId }}", "skip", 600, EVENT,
     )  # fmt: skip
@@ -74,7 +77,7 @@ def test_add_dedupe_again_changes_nothing_and_other_flags_update_it_in_place(
     assert text(locked, "order_update") == before
     result = add_dedupe(invoke, locked, "order_update", "--on-duplicate", "error")
     assert result.exit_code == 0, explain(result)
-    lock, _ = read_configs(workflow(locked, "order_update"))
+    lock = read_guard(workflow(locked, "order_update"))
     assert lock is not None and lock.on_busy == "error" and lock.dedupe_window_seconds == 600
 
 
@@ -87,10 +90,11 @@ def test_the_guard_runs_before_a_rate_limit_so_a_duplicate_spends_no_budget(
     links = wrapped["connections"]
     assert isinstance(links, dict)
     # The guard's restore feeds the rate limit's chain; the trigger feeds only the guard.
-    targets = {c["node"] for c in links["Lock Restore"]["main"][0]}
+    targets = {c["node"] for c in links["Dedupe Restore"]["main"][0]}
     assert {"Rate Limit Context", "Rate Limit Restore"} & targets, targets
     lock, rate = read_configs(wrapped)
-    assert lock is not None and lock.dedupe and rate is not None
+    guard = read_guard(wrapped)
+    assert lock is None and guard is not None and guard.dedupe and rate is not None
 
 
 def test_unwrap_takes_the_guard_off_exactly(locked: Path, invoke: Invoke) -> None:
@@ -101,18 +105,90 @@ def test_unwrap_takes_the_guard_off_exactly(locked: Path, invoke: Invoke) -> Non
     assert json.loads(text(locked, "order_update")) == json.loads(original)
 
 
-def test_a_workflow_takes_a_duplicate_guard_or_a_lock_not_both(
+def chain_after(wrapped: dict[str, object], node: str) -> set[str]:
+    links = wrapped["connections"]
+    assert isinstance(links, dict)
+    return {str(c["node"]) for c in links[node]["main"][0]}
+
+
+@pytest.mark.parametrize("guard_first", [True, False])
+def test_a_guard_and_a_lock_compose_guard_then_rate_limit_then_lock_in_either_order_of_commands(
+    locked: Path, invoke: Invoke, guard_first: bool
+) -> None:
+    original = text(locked, "order_update")
+    steps: list[Callable[[], Result]] = [
+        lambda: add_dedupe(invoke, locked, "order_update"),
+        lambda: add_lock(invoke, locked, "order_update", "orders", "--on-busy", "skip"),
+        lambda: add_rate_limit(invoke, locked, "order_update", "api"),
+    ]
+    for step in steps if guard_first else steps[::-1]:
+        result = step()
+        assert result.exit_code == 0, explain(result)
+    wrapped = workflow(locked, "order_update")
+    # Trigger → the guard → (its restore) the rate limit → (its restore) the lock → the body.
+    trigger = next(n for n in graph.nodes(wrapped) if graph.is_trigger(n))
+    assert chain_after(wrapped, trigger["name"]) == {"Dedupe Context", "Dedupe Restore"}
+    assert {"Rate Limit Context", "Rate Limit Restore"} <= chain_after(wrapped, "Dedupe Restore")
+    assert {"Lock Context", "Lock Restore"} <= chain_after(wrapped, "Rate Limit Restore")
+    lock, rate = read_configs(wrapped)
+    guard = read_guard(wrapped)
+    assert lock is not None and lock.scope == "orders" and not lock.dedupe
+    assert guard is not None and guard.dedupe_window_seconds == 600 and rate is not None
+    # Released innermost first: the lock only when this execution took it, then the guard.
+    roles = {str(n["name"]): role_of(n) for n in graph.nodes(wrapped)}
+    assert roles["Lock Held?"] == "lock-held"
+    assert "Lock Release Verdict" in chain_after(wrapped, "Lock Held?")
+    assert roles["Dedupe Release"] == "dedupe-release"
+    again = text(locked, "order_update")
+    for step in steps:
+        assert step().exit_code == 0
+    assert text(locked, "order_update") == again
+    for part in ("dedupe", "lock", "rate-limit"):
+        result = invoke("unwrap", "--workflow-key", "order_update", "--only", part, cwd=locked)
+        assert result.exit_code == 0, explain(result)
+    assert json.loads(text(locked, "order_update")) == json.loads(original)
+
+
+def test_the_guards_done_mark_is_dropped_when_a_later_step_turned_the_call_away(
     locked: Path, invoke: Invoke
 ) -> None:
-    assert add_lock(invoke, locked, "order_update", "orders").exit_code == 0
+    """A call the rate limit denies (passthrough) ends without the body: its key must stay
+    free for the retry, so the guard's release writes no done mark unless the body began."""
+    assert add_dedupe(invoke, locked, "order_update").exit_code == 0
+    alone = workflow(locked, "order_update")
+    verdict = next(n for n in graph.nodes(alone) if n["name"] == "Dedupe Release Verdict")
+    assert "dedupe: null" not in verdict["parameters"]["jsonOutput"]
+    assert add_rate_limit(invoke, locked, "order_update", "api").exit_code == 0
+    wrapped = workflow(locked, "order_update")
+    verdict = next(n for n in graph.nodes(wrapped) if n["name"] == "Dedupe Release Verdict")
+    # …the body's first node ran (not Rate Limit Restore: n8n runs a Merge without output
+    # at the end of an execution that never fed it).
+    assert (
+        '$("Mark Start").isExecuted) ? d : { ...d, dedupe: null }'
+        in (verdict["parameters"]["jsonOutput"])
+    )
+    output = next(n for n in graph.nodes(wrapped) if n["name"] == "Lock Output")
+    assert '"Rate Limit Denied"' in output["parameters"]["jsCode"]
+
+
+def test_unwrap_only_a_part_the_workflow_lacks_changes_nothing_and_says_what_it_has(
+    locked: Path, invoke: Invoke
+) -> None:
+    assert add_dedupe(invoke, locked, "order_update").exit_code == 0
     before = text(locked, "order_update")
-    refused = add_dedupe(invoke, locked, "order_update")
+    result = invoke("unwrap", "--workflow-key", "order_update", "--only", "lock", cwd=locked)
+    assert result.exit_code == 0, explain(result)
+    assert "has no lock to take off; it has: --only dedupe" in result.output
+    assert text(locked, "order_update") == before
+
+
+def test_a_guard_refuses_the_sub_workflow_lock(locked: Path, invoke: Invoke) -> None:
+    assert add_dedupe(invoke, locked, "order_update").exit_code == 0
+    before = text(locked, "order_update")
+    refused = add_lock(invoke, locked, "order_update", "orders", "--via-subworkflow")
     assert refused.exit_code != 0
-    assert "already has a lock; it cannot take a duplicate guard too" in refused.output
+    assert "composes with the inline lock, not with --via-subworkflow" in refused.output
     assert "Hint:" in refused.output and text(locked, "order_update") == before
-    assert add_dedupe(invoke, locked, "code_heavy").exit_code == 0
-    refused = add_lock(invoke, locked, "code_heavy", "invoices")
-    assert "already has a duplicate guard; it cannot take a lock too" in refused.output
 
 
 def test_add_dedupe_needs_the_cleanup_handler(workspace: Path, invoke: Invoke) -> None:
