@@ -61,7 +61,7 @@ def skipped_exit(
     g.add(redis(key, "lock-skip-leave", leave, CELL, mark, True))
     counter = {
         "operation": "incr",
-        "key": f"={{{{ {decision}.count.key }}}}",
+        "key": f"={{{{ {decision}.incr[0].key }}}}",
         "expire": True,
         "ttl": str(keys.STATS_TTL_SECONDS),
     }

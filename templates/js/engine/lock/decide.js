@@ -73,8 +73,7 @@ const turnedAway = (holderExecution, firstExecution) => {
   return {
     ...out, state, message,
     gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl, at: String(now) },
-    count: stat(metric), incr: [stat(metric)],
-    holder_execution_id: holderExecution,
+    incr: [stat(metric)],
     answer: {
       skipped: true, acquired: false, reason: ctx.dedupe ? 'duplicate' : 'busy',
       scope: ctx.scope, on_busy: ctx.on_busy, holder_execution_id: holderExecution,
