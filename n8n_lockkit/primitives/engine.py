@@ -212,6 +212,7 @@ def acquire(
         "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
         "__LOOK_WINDOW__": str(LOOK_WINDOW),
         "__BUFFER_WINDOW__": str(overlap.BUFFER_WINDOW),
+        "__SKIP_WINDOW__": str(overlap.SKIP_WINDOW),
         "__HANDOFF_MS__": str(HANDOFF_MS),
         "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
         "__WAKE_LATE_MS__": str(WAKE_LATE_MS),

@@ -30,6 +30,10 @@ SKIPPING = ("skip", "buffer-one")
 # How many tickets between the head and its own a buffer-one caller reads: more than this many
 # callers arriving within one hold (each skipped) make the next one skip too.
 BUFFER_WINDOW = 32
+# How many tickets a skip caller reads, from the one before the head: the head (does it hold?)
+# and the first callers after it, whose marks are the oldest (is the head dead?). Every GET is
+# a round trip of Lock Read Line, the slowest node on the skip path in a burst (bench).
+SKIP_WINDOW = 4
 # The skip nodes' cells in the acquire block's grid (engine.ACQUIRE_CELLS): a row of their own
 # below the slow paths; the inline form may add a Respond to Webhook node at its end.
 CELLS: dict[str, tuple[int, int]] = {

@@ -57,8 +57,9 @@ const guess = before ? before.head : (N === 1 && named && lastOut < ticket ? las
 // Tickets start at 1: there is nothing to read below (a new scope's first look reads 4 keys).
 const window = guess - N >= 1 ? [guess - N] : [];
 // A buffer-one caller reads every ticket between the head and its own (up to a bound): it
-// waits only when none of them still waits.
-const reach = turnedAway ? __BUFFER_WINDOW__ : __LOOK_WINDOW__;
+// waits only when none of them still waits. A skip caller reads the head and the first
+// tickets after it: their marks are the oldest, which tell whether the head died.
+const reach = ctx.on_busy === 'buffer-one' ? __BUFFER_WINDOW__ : ctx.on_busy === 'skip' ? __SKIP_WINDOW__ : __LOOK_WINDOW__;
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 return {
   ticket, lane, guess, fast, window,
