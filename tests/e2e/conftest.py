@@ -36,6 +36,7 @@ QUEUE_SUITE = frozenset(
         "test_lock_stalls.py",
         "test_overlap_policies.py",
         "test_dedupe.py",
+        "test_dedupe_composed.py",
     }
 )
 
