@@ -13,7 +13,8 @@ Each round fires, for every workflow in a random order, `--calls` simultaneous c
 scope (the guarded ones hold for 3 s, so every other caller arrives while the first holds; plain
 holds 10 ms). The first round warms n8n up and is not counted. Reported per workflow: the bodies
 that ran per burst, and the answer times of the turned-away callers (plain: of every caller,
-the floor of that many simultaneous executions on this machine): median, p90, max.
+the floor of that many simultaneous executions on this machine): median, p90, max. Then where
+their time goes: the median time of each node in their saved executions.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 import requests
 
 from bench.common import bench_workflow, cli, prepare, print_sections, report_text, write_template
+from bench.executions import listing, workflow_ids
 from testbed.endpoints import N8nInstance
 from testbed.session import running_testbed
 
@@ -108,15 +110,64 @@ def measure(version: str, rounds: int, calls: int) -> dict[str, Any]:
                 results[form]["answers"] += away if form != "plain" else ran
                 time.sleep(GUARD_HOLD_MS / 1000 + 1)  # the holders end before the next burst
         calls_seconds = time.monotonic() - calls_started
+        nodes = breakdown(n8n, Path(tmp) / "ws", calls)
     return {
         "n8n": version,
         "rounds": rounds,
         "calls": calls,
         "forms": results,
+        "nodes": nodes,
         "calls_seconds": calls_seconds,
         "seconds": time.monotonic() - started,
         "load_average_1min": [load_before, os.getloadavg()[0]],
     }
+
+
+START = "(n8n starts the execution)"
+
+
+def breakdown(n8n: N8nInstance, root: Path, calls: int) -> dict[str, dict[str, float]]:
+    """Where a turned-away caller's time goes, per guarded form: the median time of each node
+    its saved executions ran (ms), and how long n8n took from starting an execution to its
+    first node. The warm-up burst (each form's first `calls` executions) is left out."""
+    ids = workflow_ids(root)
+    result: dict[str, dict[str, float]] = {}
+    for form in EXPECTED_BODIES:
+        times: dict[str, list[float]] = {}
+        executions = listing(n8n, ids[f"overlap_{form.replace('-', '_')}"])  # newest first
+        for execution in executions[:-calls]:
+            runs = (execution.get("data") or {}).get("resultData", {}).get("runData", {})
+            if not any(name.endswith("Skipped") for name in runs):
+                continue  # the body ran: not a turned-away caller
+            started = _epoch_ms(str(execution["startedAt"]))
+            first = min(r[0]["startTime"] for r in runs.values())
+            times.setdefault(START, []).append(first - started)
+            for name, run in runs.items():
+                times.setdefault(name, []).append(sum(r["executionTime"] for r in run))
+        result[form] = {name: statistics.median(v) for name, v in times.items()}
+    return result
+
+
+def _epoch_ms(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def node_table(result: dict[str, Any]) -> list[str]:
+    """The per-node medians of turned-away callers, nodes in the order the skip form ran them."""
+    forms = list(result["nodes"])
+    names = list(dict.fromkeys(n for form in forms for n in result["nodes"][form]))
+    lines = [
+        f"Where a turned-away caller's time goes (n8n {result['n8n']}): median ms per node over "
+        "the turned-away executions of every burst (a node a form does not have: –)",
+        "",
+        "| node | " + " | ".join(forms) + " |",
+        "|---|" + "---|" * len(forms),
+    ]
+    for name in names:
+        cells = [result["nodes"][f].get(name) for f in forms]
+        shown = ["–" if c is None else f"{c:.0f}" for c in cells]
+        lines.append(f"| {name} | " + " | ".join(shown) + " |")
+    return lines
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -156,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = "python -m bench.overlap_bench " + " ".join(argv or sys.argv[1:])
     runs = [measure(v, args.rounds, args.calls) for v in args.versions.split(",")]
-    sections = [table(run) for run in runs]
+    sections = [part for run in runs for part in (table(run), node_table(run))]
     for run in runs:
-        print_sections([table(run)], run)
+        print_sections([table(run), node_table(run)], run)
     intro = (__doc__ or "").split("\n\n")[0].replace("\n", " ")
     day = datetime.date.today().isoformat()
     args.results.mkdir(parents=True, exist_ok=True)
