@@ -210,3 +210,25 @@ def test_a_broken_key_expression_is_named_as_the_key_and_changes_nothing(
     assert "Error: unbalanced '{{' in key expression '={{ $json.id }'" in result.output
     assert "Hint:" in result.output and "Traceback" not in result.output
     assert text(locked, "order_update") == before
+
+
+def test_a_guard_made_before_it_had_its_own_chain_reads_back_upgrades_and_unwraps(
+    locked: Path, invoke: Invoke
+) -> None:
+    """tests/fixtures/upgrade/guard_0fc8367.template.json is order_update guarded by
+    n8nlock at 0fc8367, when a guard was the "Lock …" chain with the guard's settings."""
+    original = text(locked, "order_update")
+    legacy = (CORPUS.parent / "fixtures" / "upgrade" / "guard_0fc8367.template.json").read_text()
+    (locked / "workflows" / "order_update.template.json").write_text(legacy)
+    guard = read_guard(json.loads(legacy))
+    assert guard is not None and guard.dedupe_window_seconds == 600
+    assert read_configs(json.loads(legacy)) == (None, None)
+    assert add_dedupe(invoke, locked, "order_update").exit_code == 0
+    renamed = workflow(locked, "order_update")
+    names = {str(n["name"]) for n in graph.nodes(renamed)}
+    assert "Dedupe Context" in names and "Lock Context" not in names
+    assert read_guard(renamed) == guard
+    (locked / "workflows" / "order_update.template.json").write_text(legacy)
+    result = invoke("unwrap", "--workflow-key", "order_update", cwd=locked)
+    assert result.exit_code == 0, explain(result)
+    assert json.loads(text(locked, "order_update")) == json.loads(original)
