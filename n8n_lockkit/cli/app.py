@@ -19,7 +19,13 @@ import click
 from n8n_lockkit import DISTRIBUTION
 from n8n_lockkit.cli.check_commands import rules_command, validate_command
 from n8n_lockkit.cli.common_options import AppContext
-from n8n_lockkit.cli.ops_commands import locks_command, reap_command, release_command, stats_command
+from n8n_lockkit.cli.ops_commands import (
+    forget_command,
+    locks_command,
+    reap_command,
+    release_command,
+    stats_command,
+)
 from n8n_lockkit.cli.output import show_error
 from n8n_lockkit.cli.remote_commands import push_command, redis_credential
 from n8n_lockkit.cli.sync_commands import diff_command, pull_command
@@ -52,6 +58,7 @@ COMMANDS = (
     release_command,
     reap_command,
     stats_command,
+    forget_command,
 )
 
 

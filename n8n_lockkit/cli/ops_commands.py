@@ -1,4 +1,4 @@
-"""Commands that operate the locks in Redis: locks, release, reap, stats."""
+"""Commands that operate the locks in Redis: locks, release, reap, stats, forget."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from n8n_lockkit.cli.common_options import (
     redis_url_option,
     scope_filter_option,
 )
+from n8n_lockkit.cli.completion import workflow_keys
 from n8n_lockkit.cli.output import echo_json, progress, show_lines, warn
+from n8n_lockkit.errors import LockkitError
 
 if TYPE_CHECKING:
     from n8n_lockkit.ops.snapshot import Scan
@@ -296,3 +298,73 @@ def stats_command(
         show_lines(report.stats_lines(found))
     else:
         click.echo(f"no lock activity counted in the last {hours} h", err=True)
+
+
+@click.command("forget")
+@click.option(
+    "--workflow-key",
+    required=True,
+    metavar="KEY",
+    help="The workflow add-dedupe guards: workflows/KEY.template.json.",
+    shell_complete=workflow_keys,
+)
+@click.option(
+    "--key",
+    "key_value",
+    required=True,
+    metavar="VALUE",
+    help="The key as the guard's answers name it (\"key\"): its key expression's value.",
+)
+@redis_options
+@dry_run_option
+@output_option()
+@pass_app
+def forget_command(
+    app: AppContext,
+    workflow_key: str,
+    key_value: str,
+    env_name: str | None,
+    redis_url: str | None,
+    dry_run: bool,
+    fmt: str,
+) -> None:
+    """Let one key of a duplicate guard run again before its window ends.
+
+    After a success, add-dedupe turns the key's duplicates away for --window-seconds.
+    forget shows that success (its execution, when, how long it still counts) and deletes
+    its mark, so the next execution with the key runs its body: for an event that must be
+    processed again (a fix deployed, a replay). The mark is deleted only if it is still the
+    one shown. An execution of the key that runs now is left alone (`n8nlock release` frees
+    its lock). Running it again changes nothing; --dry-run only shows.
+
+    \b
+    Example:
+        n8nlock forget --workflow-key stripe-events --key evt_1MqQ2x --dry-run
+        n8nlock forget --workflow-key stripe-events --key evt_1MqQ2x -o json
+    """
+    from n8n_lockkit.ops import forget
+    from n8n_lockkit.rewrite import plans, unwrap
+
+    workspace = app.workspace()
+    _, _, workflow = plans.load_workflow(workspace, workflow_key)
+    if unwrap.read_guard(workflow) is None:
+        raise LockkitError(
+            f"workflow {workflow_key!r} has no duplicate guard, so it marks no key",
+            hint=f"add one with `n8nlock add-dedupe --workflow-key {workflow_key} …`",
+        )
+    env = one_env(workspace, env_name)
+    with lock_store(env, redis_url) as store:
+        shown = forget.inspect(store, workflow_key, key_value)
+        outcome = "dry-run" if dry_run or shown.done is None else forget.forget(store, shown)
+    if fmt == "json":
+        echo_json({**shown.as_dict(), "dry_run": dry_run, "outcome": outcome})
+        return
+    show_lines(shown.lines())
+    if shown.done is None:
+        return
+    messages = {
+        "dry-run": "dry run, nothing changed: forget would delete this mark",
+        "forgotten": "forgot it: the next execution with this key runs its body",
+        "expired": "its window ended meanwhile: the next execution with this key runs its body",
+    }
+    click.echo(messages[outcome], err=True)

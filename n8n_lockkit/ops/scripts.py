@@ -214,3 +214,13 @@ return {1, raw}
 # How many tickets before the scan's read, and after it, the forget script looks for `gone`
 # marks at; a scope whose ticket moved on by more than this since the scan is not taken for idle.
 FORGET_MARKER_WINDOW = 1000
+
+# Forget a duplicate guard's mark of a success, only if it is still the mark that was shown
+# (a success of the key meanwhile wrote a new one, which stays).
+# KEYS: the done mark. ARGV: its value as read.
+FORGET_DONE_IF_UNCHANGED = """
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"""

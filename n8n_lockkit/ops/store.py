@@ -76,6 +76,7 @@ class LockStore:
         self._release = client.register_script(scripts.RELEASE_IF_HOLDER)
         self._delete = client.register_script(scripts.DELETE_IF_UNCHANGED)
         self._forget = client.register_script(scripts.FORGET_IF_IDLE)
+        self._forget_done = client.register_script(scripts.FORGET_DONE_IF_UNCHANGED)
 
     def now_ms(self) -> int:
         """Redis's clock: the primitives' TTLs run on it, and the hour buckets follow n8n's,
@@ -284,6 +285,23 @@ class LockStore:
         ]
         deleted, detail = self._forget(keys=names, args=arguments)
         return bool(deleted), str(detail)
+
+    def done_mark(self, scope: str) -> tuple[str, int] | None:
+        """A duplicate guard's mark of a success on `scope`: its value and remaining TTL (s),
+        or None. A key of another type is not n8nlock's: None too."""
+        name = keys.done_key(scope)
+        with self._client.pipeline(transaction=True) as pipe:
+            pipe.type(name)
+            pipe.get(name)
+            pipe.ttl(name)
+            kind, value, ttl = pipe.execute()
+        if kind != "string" or value is None:
+            return None
+        return str(value), int(ttl)
+
+    def forget_done(self, scope: str, value: str) -> bool:
+        """Delete the done mark of `scope` if it is still `value`."""
+        return bool(self._forget_done(keys=[keys.done_key(scope)], args=[value]))
 
     def values(self, names: list[str]) -> list[str | None]:
         """MGET in slices (a key of another type answers None)."""

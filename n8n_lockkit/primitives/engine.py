@@ -188,6 +188,7 @@ def acquire(
             "__DEFAULT_TTL__": str(options.default_ttl_seconds),
             "__DEFAULT_MAX_WAIT__": str(options.default_max_wait_seconds),
             "__GONE_MIN_TTL__": str(keys.GONE_MIN_TTL_SECONDS),
+            "__DONE_PREFIX__": keys.DONE_PREFIX,
         },
     )
     g.entry = g.add(set_raw(key, "lock-context", context, CELL, context_script))

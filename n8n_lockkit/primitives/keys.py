@@ -84,6 +84,10 @@ STATS_PREFIX = "n8nlock:stats:"
 ARRIVED_PREFIX = "n8nlock:arrived:"
 LEFT_PREFIX = "n8nlock:left:"
 STATS_TTL_SECONDS = 8 * 86400
+# A duplicate guard (add-dedupe) is a lock on `dedupe-<workflow key>-<key>`; a success leaves
+# `n8nlock:done:<that scope>` (TTL: the window), which turns the key's duplicates away.
+DEDUPE_SCOPE_PREFIX = "dedupe-"
+DONE_PREFIX = "n8nlock:done:"
 # A release this close to its lock's expiry leaves the key to its TTL instead of deleting it.
 RELEASE_MARGIN_SECONDS = 2
 # Histogram buckets of the wait before an acquisition (seconds; `inf` above the last).
@@ -197,3 +201,13 @@ def scan_pattern(scope: str) -> str:
     """A SCAN MATCH pattern for exactly `scope`'s keys: its glob characters escaped."""
     escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in scope)
     return f"{LOCK_PREFIX}{escaped}*"
+
+
+def dedupe_scope(workflow_key: str, key: str) -> str:
+    """The scope of a duplicate guard's lock for one key value (of its key expression)."""
+    return f"{DEDUPE_SCOPE_PREFIX}{workflow_key}-{key}"
+
+
+def done_key(scope: str) -> str:
+    """A duplicate guard's mark of a success of the key whose scope this is."""
+    return f"{DONE_PREFIX}{scope}"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_lockkit.errors import LockkitError, WorkflowFileError
+from n8n_lockkit.primitives import keys
 from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
     LOCK_ACQUISITION,
@@ -171,7 +172,7 @@ def dedupe_scope(workflow: str, key_expression: str) -> str:
     except LockkitError as err:  # the user gave a key, not a scope
         message = err.message.replace("scope expression", "key expression")
         raise LockkitError(message, hint=err.hint) from err
-    prefix = f"dedupe-{workflow}-"
+    prefix = keys.dedupe_scope(workflow, "")
     if key_expression.startswith("="):
         return "=" + prefix + key_expression[1:]
     return prefix + key_expression

@@ -96,6 +96,7 @@ def test_the_commands_that_read_an_env_are_the_ones_completed() -> None:
         "add-dedupe",
         "add-lock-to-workflow",
         "add-rate-limit",
+        "forget",
         "unwrap",
     ]
 

@@ -156,6 +156,20 @@ def test_a_repeat_inside_the_window_does_not_run_another_key_does_and_after_it_t
     assert sorted(spans(lockbed, key)) == [0, 3]
 
 
+def test_an_operator_forgets_a_used_key_and_its_next_call_runs_inside_the_window(
+    lockbed: LockBed, guarded: str, key: str
+) -> None:
+    first = call(lockbed, guarded, key, 0)
+    assert not skipped([first]), first.body
+    assert skipped([call(lockbed, guarded, key, 1)])
+    shown = json.loads(run_cli(lockbed.root, "forget", "--workflow-key", guarded, "--key", key,
+                               "--env", "e2e", "-o", "json").stdout)  # fmt: skip
+    assert shown["outcome"] == "forgotten" and shown["done"]["execution_id"], shown
+    again = call(lockbed, guarded, key, 2)
+    assert not skipped([again]), again.body
+    assert sorted(spans(lockbed, key)) == [0, 2]
+
+
 def test_a_failed_first_run_does_not_use_up_its_key(
     lockbed: LockBed, guarded: str, key: str
 ) -> None:

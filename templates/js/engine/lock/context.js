@@ -34,7 +34,7 @@ const waits = policy === 'wait' || policy === 'buffer-one';
 const dedupeWindow = input.dedupe_window === null || input.dedupe_window === undefined || input.dedupe_window === ''
   ? null : whole('dedupe window_seconds', input.dedupe_window, null);
 const dedupe = dedupeWindow === null ? null : {
-  key: text(input.dedupe_key), window_seconds: dedupeWindow, done_key: `n8nlock:done:${scope}`,
+  key: text(input.dedupe_key), window_seconds: dedupeWindow, done_key: `__DONE_PREFIX__${scope}`,
 };
 const executionId = text(input.execution_id) || String($execution.id);
 const workflowId = text(input.workflow_id) || 'unknown';
