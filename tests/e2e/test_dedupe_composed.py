@@ -17,6 +17,9 @@ from tests.e2e.test_dedupe import _failing, call, skipped
 from tests.e2e.test_lock_engine import most_at_once, spans
 
 WINDOW = "60"  # seconds a success turns its key away: longer than any test here
+# The lock's scope comes with each call: a static scope would be registered in the shared env's
+# lockScopes, and the cleanup handler on n8n would then differ from the workspace's.
+LOCK_SCOPE = "={{ $json.body.lock }}"
 
 
 def install(bed: LockBed, name: str, *steps: tuple[str, ...]) -> str:
@@ -40,13 +43,15 @@ def test_a_guard_in_front_of_a_lock_runs_each_key_once_and_the_bodies_one_at_a_t
     scope = f"composed-{unique_name}"
     workflow = install(
         lockbed, "guard_lock",
-        ("add-lock-to-workflow", "--scope-expression", scope, "--ttl-seconds", "60"),
+        ("add-lock-to-workflow", "--scope-expression", LOCK_SCOPE, "--ttl-seconds", "60"),
     )  # fmt: skip
     keys = [f"{unique_name}-{k}" for k in range(3)]
     calls: list[tuple[str, Call]] = []
     threads = [
         threading.Thread(
-            target=lambda k=k, i=i: calls.append((k, call(lockbed, workflow, k, i, hold_ms=400)))
+            target=lambda k=k, i=i: calls.append(
+                (k, call(lockbed, workflow, k, i, hold_ms=400, lock=scope))
+            )
         )
         for i, k in enumerate(keys * 2)
     ]
@@ -71,27 +76,27 @@ def test_a_call_the_lock_skips_frees_its_key_so_that_its_retry_runs(
     scope = f"composed-skip-{unique_name}"
     workflow = install(
         lockbed, "guard_skip",
-        ("add-lock-to-workflow", "--scope-expression", scope, "--on-busy", "skip",
+        ("add-lock-to-workflow", "--scope-expression", LOCK_SCOPE, "--on-busy", "skip",
          "--ttl-seconds", "60"),
     )  # fmt: skip
     first, second = f"{unique_name}-first", f"{unique_name}-second"
     holder = threading.Thread(
-        target=call, args=(lockbed, workflow, first, 1), kwargs={"hold_ms": 2500}
+        target=call, args=(lockbed, workflow, first, 1), kwargs={"hold_ms": 2500, "lock": scope}
     )
     holder.start()
     time.sleep(1.0)
-    busy = call(lockbed, workflow, second, 2)
+    busy = call(lockbed, workflow, second, 2, lock=scope)
     holder.join()
     assert busy.status == 200 and busy.body["skipped"] is True, busy.body
     assert busy.body["reason"] == "busy" and busy.body["scope"] == scope, busy.body
-    retry = call(lockbed, workflow, second, 3)
+    retry = call(lockbed, workflow, second, 3, lock=scope)
     assert retry.status == 200 and not skipped([retry]), retry.body
     assert list(spans(lockbed, second)) == [3]
     # The skipped call never held the lock, so its release left the lock's line alone.
     assert held_lanes(lockbed.redis, scope) == []
     assert held_lanes(lockbed.redis, f"dedupe-{workflow}-*") == []
     # …and the retry's success uses the key up.
-    again = call(lockbed, workflow, second, 4)
+    again = call(lockbed, workflow, second, 4, lock=scope)
     assert again.body["reason"] == "duplicate", again.body
 
 
