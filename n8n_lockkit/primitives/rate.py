@@ -4,41 +4,34 @@ One engine for every caller: `add-rate-limit` puts this chain into a workflow, a
 `rate_limit_check` primitive is the same chain behind an Execute Workflow Trigger (its
 algorithm and its waiting given at run time), so both count in one budget per scope and window.
 
-Two algorithms count per scope in Redis buckets (the Redis node has INCR, GET and SET only):
-
-- **fixed**: one bucket per window, `n8n-ratelimit-<scope>-<floor(now / W)>` (the keys of the
+- **sliding** (the default) is exact: a limit of L per W is L slots in one Redis hash,
+  `n8n-ratelimit-<scope>:slots<W>`, each holding "generation:time it is free again". A call
+  reads the hash (one GET), picks `cost` free slots at random and claims each with an INCR of
+  `<hash>:c<slot>:<generation>` (only the INCR that answers 1 wins), then writes each won slot's
+  next generation and its start + W + `MARGIN_MS` (one SET). A slot is used at most once per
+  W + margin, so no W-long interval ever holds more than L starts; nothing else counts, so a
+  refused call spends nobody's budget, and a call that loses a claim gives back the ones it won
+  (the next generation, the old time) and looks again. A call that waits books the earliest
+  slots the same way and sleeps until they are free: 20 calls at 5 per 2 s start in rounds
+  W + margin apart. The margin covers the hop from the chain's last look at the clock (Rate
+  Limit Outcome, Rate Limit Woken: a call that reaches it more than `GATE_MS` after its planned
+  start does not go, and looks again) to the body. A claim whose winner died before writing
+  expires after `CLAIM_TTL_S`, when the slot can be won again; a winner that got that far only
+  after `VOID_MS` writes nothing.
+- **fixed**: one counter per window, `n8n-ratelimit-<scope>-<floor(now / W)>` (the keys of the
   `rate_limit_check` primitive before it ran this engine). INCR orders the callers: allowed iff
-  the count ≤ L. Up to 2·L calls pass in a W-long interval across a boundary.
-- **sliding** (the default): W split into buckets of w = max(W/20, min(0.5 s, W)),
-  `n8n-ratelimit-<scope>:sw<W>:<b>`. A check reads every counted bucket (one GET node: the
-  buckets of the last W + max(w, `MARGIN_MS`) before its own, its own and `FUTURE` after it),
-  refuses without counting when the call would not fit, else INCRs the bucket of the moment the
-  INCR runs (under load that can be later than the look), reads the others again (a second GET
-  node) and is allowed iff its INCR result plus the others ≤ L. Of two calls in different
-  buckets, the one whose INCR came last reads the other's bucket after that INCR (each INCRs
-  before it reads), so it counts the other: no interval of W + margin ever holds more than L
-  allowed decisions, and no W-long interval more than L body starts while body starts lag their
-  decisions by amounts that differ by less than the margin. The price is caution: a call may
-  wait or be refused up to margin + w after an exact log would let it in, and calls that race
-  past the first read and are then refused still count. Three Redis node executions per
-  allowed check, one for a call refused at once.
+  the count <= L. Up to 2·L calls pass in a W-long interval across a boundary, and a call that
+  races past the read and is refused after counting still counts (Redis nodes have no DECR).
 
-Several limits on one workflow are one chain: the same three Redis nodes read and count every
-limit's keys over one connection each, and a call that one limit refuses before counting
-counts in none (one that races past the first read and is refused after counting counts in all).
-A call that must wait (`on_denied` wait) sleeps until the buckets ahead of it leave the window,
-later by one window per L units over the limit ahead of it: a call refused after counting
-knows its place from its count; one refused before counting draws a place among the calls
-waiting for the same moment (one INCR of `…q<b>`, b the bucket it waits for). A waiter's looks
-add no more than one Redis node execution per second it has waited (the look that ends its
-wait is not paid ahead), and it fails at once when its place would come after its max wait.
+Several limits on one workflow are one chain: the same three Redis nodes read, claim and write
+every limit's keys, and a call that one limit refuses claims nothing in the others.
 A refused call answers `retry_after_ms`: when it would fit if nothing new arrived.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,23 +40,40 @@ from n8n_lockkit.primitives.nodekit import Group, Names, ref, set_raw, split_out
 from n8n_lockkit.primitives.template_files import read_script
 
 _WEBHOOK_IDS = uuid.UUID("5b0e2f64-3c1d-4e8a-9f27-6d4c8b1a7e35")
-SUB_BUCKETS = 20
-# How much longer than W a sliding window looks back (at least one bucket more): a body starts
-# some time after its call was counted, and under load that time varies by some 100 ms.
-MARGIN_MS = 500
-MIN_BUCKET_MS = 500  # a burst of calls mostly lands in one bucket (see reread.js)
-FUTURE = 2  # buckets after one's own: calls whose clock or INCR ran ahead
-WAKE_LATE_MS = 30  # a waiter wakes this long after the bucket it waits for left the window
-MIN_SLEEP_MS = 50
+# How long after its start a slot is free again, beyond W: the hop from the last look at the
+# clock (GATE_MS after the planned start at most) to the body's first node.
+MARGIN_MS = 300
+GATE_MS = 150
+# rate_limit_check answers its caller, whose body starts only after the sub-workflow has
+# returned (measured: 150-350 ms in a burst of 6 on 2 cores): its slots stay taken longer.
+PRIMITIVE_MARGIN_MS = 700
+# A won claim on a slot lives this long: a winner that died before writing the slot's next
+# generation holds it no longer. A winner writes nothing once VOID_MS have passed since its look.
+CLAIM_TTL_S = 30
+VOID_MS = 10_000
+# A slot whose claim this call lost stays in limbo for this long (its winner writes or gives it
+# back within a few node hops): a call short of slots looks again meanwhile, not refused.
+LIMBO_MS = 1000
+# A call late at its last look writes its slots again from now only this long before anyone
+# else could claim them (their time), so its write lands first.
+RESTAMP_MS = 1000
+# The first pause before looking again (a winner writes within ~100 ms); it doubles each time.
+RETRY_MS = 80
+RETRY_MAX_MS = 500
+SLEEP_MIN_MS = 20  # a booked start closer than this goes now
+POOL = 16  # a call picks its free slots at random among the lowest this many
 STEP = engine.STEP
 ROW = engine.ROW
 ON_DENIED = ("passthrough", "stop", "error", "wait")
 DEFAULT_MAX_WAIT_SECONDS = 300
-# INCR one unit in the bucket of the moment the INCR node runs.
-COUNT_EACH = {
+# The claims: a sliding limit's slot claim has its key; a fixed limit's unit counts in the
+# window of the moment the INCR runs.
+CLAIM_EACH = {
     **nodekit.INCR_EACH,
-    "key": "={{ $json.prefix + Math.floor(Date.now() / $json.bucket_ms) }}",
+    "key": "={{ $json.key || ($json.prefix + Math.floor(Date.now() / $json.bucket_ms)) }}",
 }
+# Read a sliding limit's hash or a fixed limit's counter, by the item's `type`.
+READ_EACH = {**nodekit.GET_EACH, "keyType": "={{ $json.type }}"}
 DENIAL = (
     "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
     "window, limit {{ $json.limit }}"
@@ -110,36 +120,27 @@ def _input_js(limits: Sequence[RateInputs]) -> str:
     return "const input = [\n" + ",\n".join(rows) + "\n];"
 
 
-def _state(name: str) -> str:
-    return f"$json.state === {nodekit.js_literal(name)}"
+def _state(*names: str) -> str:
+    return " || ".join(f"$json.state === {nodekit.js_literal(name)}" for name in names)
 
 
 @dataclass(frozen=True)
 class Shape:
     """Which nodes a chain needs, from its limits (all known when it is built)."""
 
-    precheck: bool  # read before counting: sliding limits, or several limits
-    reread: bool  # read again after counting: sliding limits
-    waits: bool
+    slots: bool  # a sliding limit: its slots are written after the claims
     modes: tuple[str, ...]  # the refusing on_denied modes, in order
 
     @classmethod
     def runtime(cls) -> Shape:
         """For limits whose algorithm and `on_denied` (passthrough or wait) are expressions:
         every node either may need."""
-        return cls(True, True, True, ("passthrough",))
+        return cls(True, ("passthrough",))
 
     @classmethod
     def of(cls, limits: Sequence[RateInputs]) -> Shape:
-        sliding = any(limit.algorithm == "sliding" for limit in limits)
         modes = tuple(dict.fromkeys(x.on_denied for x in limits if x.on_denied != "wait"))
-        return cls(len(limits) > 1 or sliding, sliding, any(x.on_denied == "wait" for x in limits),
-                   modes)  # fmt: skip
-
-    @property
-    def look_cost(self) -> int:
-        """Redis node executions of one look that gets as far as counting."""
-        return 1 + int(self.precheck) + int(self.reread)
+        return cls(any(limit.algorithm == "sliding" for limit in limits), modes)
 
 
 def check(
@@ -150,38 +151,39 @@ def check(
     *,
     config_note: str = "",
     shape: Shape | None = None,
+    margin_ms: int = MARGIN_MS,
 ) -> Group:
     """The rate-limit chain. `entry` takes the caller's items; exit `allowed` continues with
     the verdict once every limit let the call in. Refusals end in the chain's own nodes.
-    `shape`: which nodes to build, when the limits' algorithm or on_denied are expressions."""
+    `shape`: which nodes to build, when the limits' algorithm or on_denied are expressions;
+    `margin_ms`: how long after W a slot stays taken (the hop from the last check to the body).
+
+    Context → Input Valid? → Look → Read → Check → Take? → Claim → Verdict → (Commit) →
+    Outcome → Allowed?; a call that sleeps (booked ahead, or looking again) goes Wait? → Sleep
+    → Woken → Go?, back to Look unless it may go.
+    """
     shape = shape or Shape.of(limits)
     x, y = origin
     g = Group()
     n = names
-    context, look, count_items, count = (
-        n("Rate Limit Context"), n("Rate Limit Look"), n("Rate Limit Count Items"),
-        n("Rate Limit Count"),
+    context, look, check_, verdict = (
+        n("Rate Limit Context"), n("Rate Limit Look"), n("Rate Limit Check"),
+        n("Rate Limit Verdict"),
     )  # fmt: skip
-    verdict, allowed = n("Rate Limit Verdict"), n("Rate Limit Allowed?")
-    ctx = f"{ref(context)}.first().json"
+    claim, outcome, allowed = (
+        n("Rate Limit Claim"), n("Rate Limit Outcome"), n("Rate Limit Allowed?"),
+    )  # fmt: skip
     tokens = {
-        "__CONTEXT__": ctx,
+        "__CONTEXT__": f"{ref(context)}.first().json",
         "__LOOK__": f"{ref(look)}.first().json",
-        "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
-        "__MIN_SLEEP_MS__": str(MIN_SLEEP_MS),
-        "__LOOK_COST__": str(shape.look_cost),
-        "__COUNTED__": f"{ref(count)}.all().map((item) => Object.entries(item.json)[0])",
+        "__CHECK__": f"{ref(check_)}.first().json",
+        "__VERDICT__": f"{ref(verdict)}.first().json",
+        "__READ__": f"{ref(n('Rate Limit Read'))}.all()",
+        "__CLAIMED__": f"{ref(claim)}.all().map((item) => Number(Object.values(item.json)[0]))",
+        **{f"__{name}__": str(value) for name, value in _TUNING.items()},
+        "__MARGIN_MS__": str(margin_ms),
     }
-    script = _expression(
-        "context",
-        {
-            "__INPUT__": _input_js(limits),
-            "__SUB_BUCKETS__": str(SUB_BUCKETS),
-            "__MARGIN_MS__": str(MARGIN_MS),
-            "__MIN_BUCKET_MS__": str(MIN_BUCKET_MS),
-            "__FUTURE__": str(FUTURE),
-        },
-    )
+    script = _expression("context", {"__INPUT__": _input_js(limits), **tokens})
     g.entry = g.add(set_raw(key, "rate-context", context, [x, y], script))
     g.nodes[-1]["notes"] += config_note
     valid, refused = n("Rate Limit Input Valid?"), n("Rate Limit Input Refused")
@@ -189,59 +191,88 @@ def check(
     g.add(_stop(key, "rate-input-refused", refused, [x + 2 * STEP, y + ROW], "$json.problem"))
     g.connect(context, 0, valid)
     g.connect(valid, 1, refused)
-    g.add(set_raw(key, "rate-look", look, [x + 2 * STEP, y], _expression("look", tokens)))
-    g.connect(valid, 0, look)
-    at = x + 3 * STEP
-    if shape.precheck:
-        read_items, read, decide, take = (
-            n("Rate Limit Read Items"), n("Rate Limit Read"), n("Rate Limit Check"),
-            n("Rate Limit Take?"),
+    at = x + 2 * STEP
+
+    def step(make: Callable[[list[int]], nodekit.Node]) -> None:
+        """The next node of the row."""
+        nonlocal at
+        g.add(make([at, y]))
+        at += STEP
+
+    read_items, read = n("Rate Limit Read Items"), n("Rate Limit Read")
+    take, claim_items = n("Rate Limit Take?"), n("Rate Limit Claim Items")
+    step(lambda p: set_raw(key, "rate-look", look, p, _expression("look", tokens)))
+    step(lambda p: split_out(key, "rate-read-items", read_items, p, "read"))
+    step(lambda p: nodekit.redis(key, "rate-read", read, p, READ_EACH, False))
+    step(lambda p: set_raw(key, "rate-check", check_, p, _expression("check", tokens)))
+    step(lambda p: nodekit.if_node(key, "rate-take", take, p, _state("take")))
+    step(lambda p: split_out(key, "rate-claim-items", claim_items, p, "claims"))
+    step(lambda p: nodekit.redis(key, "rate-claim", claim, p, CLAIM_EACH, False))
+    step(lambda p: set_raw(key, "rate-verdict", verdict, p, _expression("verdict", tokens)))
+    g.chain(valid, look, read_items, read, check_, take)
+    g.chain(take, claim_items, claim, verdict)
+    if shape.slots:
+        test, items, commit = (
+            n("Rate Limit Commit?"), n("Rate Limit Commit Items"), n("Rate Limit Commit"),
         )  # fmt: skip
-        g.add(split_out(key, "rate-read-items", read_items, [at, y], "read"))
-        g.add(nodekit.redis(key, "rate-read", read, [at + STEP, y], nodekit.GET_EACH, False))
-        check_tokens = {**tokens, "__READ__": f"{ref(read)}.all()"}
-        g.add(set_raw(key, "rate-check", decide, [at + 2 * STEP, y],
-                      _expression("check", check_tokens)))  # fmt: skip
-        g.add(nodekit.if_node(key, "rate-take", take, [at + 3 * STEP, y], _state("take")))
-        g.connect(look, 0, read_items)
-        g.connect(read_items, 0, read)
-        g.connect(read, 0, decide)
-        g.connect(decide, 0, take)
-        g.connect(take, 0, count_items)
-        at += 4 * STEP
+        step(lambda p: nodekit.if_node(key, "rate-commit-test", test, p, "$json.commit.length > 0"))
+        step(lambda p: split_out(key, "rate-commit-items", items, p, "commit"))
+        step(lambda p: nodekit.redis(key, "rate-commit", commit, p, nodekit.SET_EACH, False))
+        g.chain(verdict, test, items, commit, outcome)
+        g.connect(test, 1, outcome)
     else:
-        g.connect(look, 0, count_items)
-    g.add(split_out(key, "rate-count-items", count_items, [at, y], "incr"))
-    g.add(nodekit.redis(key, "rate-count", count, [at + STEP, y], COUNT_EACH, False))
-    g.connect(count_items, 0, count)
-    at += 2 * STEP
-    last = count
-    verdict_tokens = {**tokens, "__REREAD__": "null", "__REREAD_VALUES__": "[]"}
-    if shape.reread:
-        keys, reread_items, reread = (
-            n("Rate Limit Reread Keys"), n("Rate Limit Reread Items"), n("Rate Limit Reread"),
-        )  # fmt: skip
-        g.add(set_raw(key, "rate-reread-keys", keys, [at, y], _expression("reread", tokens)))
-        g.add(split_out(key, "rate-reread-items", reread_items, [at + STEP, y], "read"))
-        g.add(
-            nodekit.redis(key, "rate-reread", reread, [at + 2 * STEP, y], nodekit.GET_EACH, False)
-        )
-        g.connect(count, 0, keys)
-        g.connect(keys, 0, reread_items)
-        g.connect(reread_items, 0, reread)
-        verdict_tokens.update(
-            {"__REREAD__": f"{ref(keys)}.first().json", "__REREAD_VALUES__": f"{ref(reread)}.all()"}
-        )
-        at += 3 * STEP
-        last = reread
-    g.add(set_raw(key, "rate-verdict", verdict, [at, y], _expression("verdict", verdict_tokens)))
-    g.add(nodekit.if_node(key, "rate-allowed", allowed, [at + STEP, y], _state("allow")))
-    g.connect(last, 0, verdict)
-    g.connect(verdict, 0, allowed)
+        g.connect(verdict, 0, outcome)
+    step(lambda p: set_raw(key, "rate-outcome", outcome, p, _expression("outcome", tokens)))
+    step(lambda p: nodekit.if_node(key, "rate-allowed", allowed, p, _state("allow")))
+    g.connect(outcome, 0, allowed)
     g.exits["allowed"] = [(allowed, 0)]
-    refusals = [(allowed, 1)] + ([(take, 1)] if shape.precheck else [])
-    _refusals(g, key, shape, refusals, look, names, (at + 2 * STEP, y + ROW), tokens)
+    wait, sleep, woken, go = (
+        n("Rate Limit Wait?"), n("Rate Limit Sleep"), n("Rate Limit Woken"), n("Rate Limit Go?"),
+    )  # fmt: skip
+    x, y = at, y + ROW
+    g.add(nodekit.if_node(key, "rate-wait", wait, [x, y], _state("sleep", "retry")))
+    g.add(
+        nodekit.node(
+            key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, [x + STEP, y],
+            {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
+            webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
+        )
+    )  # fmt: skip
+    g.add(set_raw(key, "rate-woken", woken, [x + 2 * STEP, y], _expression("woken", tokens)))
+    g.add(nodekit.if_node(key, "rate-go", go, [x + 3 * STEP, y], _state("allow")))
+    g.connect(take, 1, wait)
+    if shape.slots:
+        # A call late at its last look writes its slots again (Rate Limit Outcome).
+        restamp = n("Rate Limit Restamp?")
+        g.add(nodekit.if_node(key, "rate-restamp", restamp, [x - STEP, y], _state("restamp")))
+        g.connect(allowed, 1, restamp)
+        g.connect(restamp, 0, items)
+        g.connect(restamp, 1, wait)
+    else:
+        g.connect(allowed, 1, wait)
+    g.chain(wait, sleep, woken, go)
+    g.connect(go, 1, look)
+    g.exits["allowed"].append((go, 0))
+    give_up, too_long = n("Rate Limit Give Up?"), n("Rate Limit Waited Too Long")
+    g.add(nodekit.if_node(key, "rate-give-up", give_up, [x, y + ROW], _state("fail")))
+    g.add(_stop(key, "rate-too-long", too_long, [x + STEP, y + ROW], "$json.message"))
+    g.connect(wait, 1, give_up)
+    g.connect(give_up, 0, too_long)
+    _refusals(g, key, shape, [(give_up, 1)], names, (x + 2 * STEP, y + ROW))
     return g
+
+
+_TUNING = {
+    "GATE_MS": GATE_MS,
+    "CLAIM_TTL_S": CLAIM_TTL_S,
+    "VOID_MS": VOID_MS,
+    "LIMBO_MS": LIMBO_MS,
+    "RETRY_MS": RETRY_MS,
+    "RETRY_MAX_MS": RETRY_MAX_MS,
+    "SLEEP_MIN_MS": SLEEP_MIN_MS,
+    "POOL": POOL,
+    "RESTAMP_MS": RESTAMP_MS,
+}
 
 
 def _stop(key: str, role: str, name: str, position: list[int], message: str) -> nodekit.Node:
@@ -256,39 +287,11 @@ def _refusals(
     key: str,
     shape: Shape,
     sources: list[tuple[str, int]],
-    look: str,
     names: Names,
     origin: tuple[int, int],
-    tokens: dict[str, str],
 ) -> None:
-    """Where a refused call goes: sleep and look again (taking a place in line first when it
-    was refused before counting), fail past its max wait, or take the --on-denied path of the
-    limit that refused it."""
+    """Where a refused call goes: the --on-denied path of the limit that refused it."""
     x, y = origin
-    if shape.waits:
-        wait, sleep = names("Rate Limit Wait?"), names("Rate Limit Sleep")
-        give_up, too_long = names("Rate Limit Give Up?"), names("Rate Limit Waited Too Long")
-        g.add(nodekit.if_node(key, "rate-wait", wait, [x, y], _state("wait")))
-        g.add(
-            nodekit.node(
-                key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, [x + 2 * STEP, y - ROW],
-                {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}",
-                 "unit": "seconds"},
-                webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
-            )
-        )  # fmt: skip
-        g.add(nodekit.if_node(key, "rate-give-up", give_up, [x + STEP, y + ROW], _state("fail")))
-        g.add(_stop(key, "rate-too-long", too_long, [x + 2 * STEP, y + ROW], "$json.message"))
-        for source, output in sources:
-            g.connect(source, output, wait)
-        if shape.precheck:
-            _queue(g, key, names, (x + STEP, y), wait, sleep, tokens)
-        else:
-            g.connect(wait, 0, sleep)
-        g.connect(sleep, 0, look)
-        g.connect(wait, 1, give_up)
-        g.connect(give_up, 0, too_long)
-        sources, x, y = [(give_up, 1)], x + 2 * STEP, y + 2 * ROW
     for index, mode in enumerate(shape.modes):
         last = index == len(shape.modes) - 1
         label = (
@@ -308,35 +311,6 @@ def _refusals(
             g.connect(source, output, label)
         if not last:
             sources, y = [(test, 1)], y + ROW
-
-
-def _queue(
-    g: Group,
-    key: str,
-    names: Names,
-    origin: tuple[int, int],
-    wait: str,
-    sleep: str,
-    tokens: dict[str, str],
-) -> None:
-    """Rate Limit Queue? → Queue Items → Take Place (INCR) → Place, back to Rate Limit Wait?:
-    a waiter refused before counting draws its place among those waiting for that moment."""
-    x, y = origin
-    test, items, take, place = (
-        names("Rate Limit Queue?"), names("Rate Limit Queue Items"),
-        names("Rate Limit Take Place"), names("Rate Limit Place"),
-    )  # fmt: skip
-    g.add(nodekit.if_node(key, "rate-queue-test", test, [x, y], "$json.queue.length > 0"))
-    g.add(split_out(key, "rate-queue-items", items, [x + STEP, y], "queue"))
-    g.add(nodekit.redis(key, "rate-queue", take, [x + 2 * STEP, y], nodekit.INCR_EACH, False))
-    decision = {**tokens, "__DECISION__": f"{ref(names('Rate Limit Check'))}.first().json"}
-    g.add(set_raw(key, "rate-place", place, [x + 3 * STEP, y], _expression("place", decision)))
-    g.connect(wait, 0, test)
-    g.connect(test, 0, items)
-    g.connect(test, 1, sleep)
-    g.connect(items, 0, take)
-    g.connect(take, 0, place)
-    g.connect(place, 0, wait)
 
 
 def denied_node(key: str, name: str, position: list[int], mode: str) -> nodekit.Node:

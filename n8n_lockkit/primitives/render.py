@@ -375,7 +375,10 @@ def _rate_limit_check(options: engine.EngineOptions) -> Workflow:
         max_wait_seconds=given("max_wait_seconds", str(rate.DEFAULT_MAX_WAIT_SECONDS)),
         labels=(("window_seconds", "windowSeconds"),),
     )
-    chain = rate.check(key, [inputs], (STEP, 0), nodekit.Names(), shape=rate.Shape.runtime())
+    chain = rate.check(
+        key, [inputs], (STEP, 0), nodekit.Names(), shape=rate.Shape.runtime(),
+        margin_ms=rate.PRIMITIVE_MARGIN_MS,
+    )  # fmt: skip
     _merge(g, chain)
     g.connect(trigger, 0, chain.entry)
     answer = (

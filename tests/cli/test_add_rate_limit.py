@@ -116,9 +116,9 @@ def test_composed_limits_are_one_chain_with_the_redis_nodes_of_one(
         redis_nodes(one)
         == redis_nodes(two)
         == [
-            "Rate Limit Count",
+            "Rate Limit Claim",
+            "Rate Limit Commit",
             "Rate Limit Read",
-            "Rate Limit Reread",
         ]
     )
 

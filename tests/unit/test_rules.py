@@ -93,6 +93,7 @@ def test_what_n8n_accepts_but_may_misbehave_is_a_warning() -> None:
         "wait-explicit-interval",
         "error-workflow-literal",
         "format-current",
+        "rate-engine-current",
     }
 
 
@@ -171,6 +172,7 @@ RICH: dict[str, Any] = {
             "typeVersion": 1,
             "position": [2, 0],
             "parameters": {"functionCode": "return $env.X;"},
+            "notes": "n8nlock:rate-reread — managed by n8nlock (format 3); a bucket-era rate limit",
         },
         {
             "id": "4",

@@ -437,20 +437,20 @@ def test_a_rate_limit_wrapped_before_the_inline_form_reads_back_as_a_fixed_windo
 @pytest.mark.parametrize(
     ("rates", "expected"),
     [
-        ((dataclasses.replace(RATE, algorithm="fixed"),), ["Rate Limit Count"]),
-        ((RATE,), ["Rate Limit Count", "Rate Limit Read", "Rate Limit Reread"]),
-        ((RATE, GLOBAL), ["Rate Limit Count", "Rate Limit Read", "Rate Limit Reread"]),
+        ((dataclasses.replace(RATE, algorithm="fixed"),), ["Rate Limit Claim", "Rate Limit Read"]),
+        ((RATE,), ["Rate Limit Claim", "Rate Limit Commit", "Rate Limit Read"]),
+        ((RATE, GLOBAL), ["Rate Limit Claim", "Rate Limit Commit", "Rate Limit Read"]),
         (
             (dataclasses.replace(RATE, algorithm="fixed"), GLOBAL),
-            ["Rate Limit Count", "Rate Limit Read"],
+            ["Rate Limit Claim", "Rate Limit Read"],
         ),
     ],
     ids=["fixed", "sliding", "composed", "composed-fixed"],
 )
 def test_redis_nodes_per_check(rates: tuple[RateLimitConfig, ...], expected: list[str]) -> None:
-    # Each Redis node runs once per look: a fixed window counts, a sliding one reads before and
-    # after counting; composed limits share the nodes (and a fixed pair reads before counting,
-    # so that a call one limit refuses counts in neither).
+    # Each Redis node runs once per look: every limit is read before anything is claimed (so
+    # that a call one limit refuses claims nothing in the others), then claimed; a sliding
+    # limit's slots are written after the claims. Composed limits share the nodes.
     assert redis_nodes(wrap(load("code_heavy"), "code_heavy", None, rates)) == expected
 
 
@@ -467,15 +467,14 @@ def test_waiting_sleeps_and_looks_again_and_fails_past_its_max_wait() -> None:
     config = dataclasses.replace(RATE, on_denied="wait", max_wait_seconds=30)
     wrapped = wrap(load("code_heavy"), "code_heavy", None, config)
     assert list(graph.targets(wrapped, "Rate Limit Wait?")) == [
-        "Rate Limit Queue?",
+        "Rate Limit Sleep",
         "Rate Limit Give Up?",
     ]
-    assert list(graph.targets(wrapped, "Rate Limit Queue?")) == [
-        "Rate Limit Queue Items",
-        "Rate Limit Sleep",
+    assert list(graph.targets(wrapped, "Rate Limit Sleep")) == ["Rate Limit Woken"]
+    assert list(graph.targets(wrapped, "Rate Limit Go?")) == [
+        "Rate Limit Restore",
+        "Rate Limit Look",
     ]
-    assert list(graph.targets(wrapped, "Rate Limit Place")) == ["Rate Limit Wait?"]
-    assert list(graph.targets(wrapped, "Rate Limit Sleep")) == ["Rate Limit Look"]
     assert list(graph.targets(wrapped, "Rate Limit Give Up?")) == ["Rate Limit Waited Too Long"]
     assert not any(n["name"] == "Rate Limit Denied" for n in wrapped["nodes"])
 

@@ -45,6 +45,8 @@ RULES: tuple[Rule, ...] = tuple(
         ("error-workflow-literal", WARNING, hygiene.error_workflow_is_literal),
         # A file of another format: its lock and this n8nlock's do not exclude each other.
         ("format-current", WARNING, stamps.format_current),
+        # A rate limit that counts in other keys than this n8nlock's: no shared budget.
+        ("rate-engine-current", WARNING, stamps.rate_engine_current),
         # push refuses to send a workflow whose placeholders do not resolve.
         ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
     )

@@ -40,3 +40,23 @@ def format_current(ctx: WorkflowContext) -> Iterator[Problem]:
             f"made by a newer n8nlock (format {found}); this one writes format {formats.FORMAT}",
             "upgrade n8nlock (pip install -U n8n-lockkit) before you change this workspace",
         )
+
+
+# The nodes of the rate limit before its sliding window took slots (it counted in buckets,
+# `n8n-ratelimit-<scope>:sw<W>:<b>`): same format stamp, other keys.
+_BUCKET_ENGINE_ROLES = frozenset({"rate-count", "rate-reread"})
+
+
+def rate_engine_current(ctx: WorkflowContext) -> Iterator[Problem]:
+    """The file's rate limit counts where this n8nlock's does: a rate limit made before the
+    sliding window took slots counts in other keys, so it and a workflow wrapped since do not
+    share one budget on a scope."""
+    for index, node in ctx.nodes():
+        if formats.role_of(node) in _BUCKET_ENGINE_ROLES:
+            yield Problem(
+                ("nodes", index, "notes"),
+                "this rate limit counts in the buckets of an earlier n8nlock; rate limits made "
+                "by this one count in slots, so the two do not share a budget on one scope",
+                "run `n8nlock upgrade`, then push (docs/upgrading.md)",
+            )
+            return

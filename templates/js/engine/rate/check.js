@@ -1,10 +1,10 @@
-// Before counting: would this call fit every limit, by what the window holds now? A call that
-// does not is refused (or waits) without counting, so it spends no limit's budget.
+// A look: would this call fit every limit, by what Redis holds now? A call that does not is
+// refused or fails without claiming anything, so it spends no limit's budget; a waiter books
+// the earliest slots instead.
 const ctx = __CONTEXT__;
 const look = __LOOK__;
-const values = __READ__.map((item) => Number(item.json.value) || 0);
-const counts = ctx.limits.map(() => []);
-look.read.forEach((entry, i) => counts[entry.limit].push([entry.bucket, values[i]]));
-const totals = counts.map((c, i) => c.reduce((sum, pair) => sum + pair[1], 0) + ctx.limits[i].cost);
 __PLAN__
-return judge(ctx, counts, totals, look.look_ms, look.wait, 1, { state: 'take', incr: look.incr, wait: look.wait }, true);
+const now = Date.now();
+const values = __READ__.map((item) => item.json.value);
+const plans = ctx.limits.map((l, index) => planOf(l, index, values[index], look.lost, now));
+return decide(ctx, plans, look, now);

@@ -27,24 +27,23 @@ const limits = input.map((raw, index) => {
     throw new Error(`n8nlock rate limit '${scope}': algorithm must be 'sliding' or 'fixed', got ${JSON.stringify(raw.algorithm)}; nothing was counted`);
   }
   const sliding = raw.algorithm === 'sliding';
-  // A bucket of at least __MIN_BUCKET_MS__ ms: a burst of calls then mostly counts in one bucket.
-  const bucketMs = sliding ? Math.max((windowSeconds * 1000) / __SUB_BUCKETS__, Math.min(__MIN_BUCKET_MS__, windowSeconds * 1000)) : windowSeconds * 1000;
-  const buckets = Math.round((windowSeconds * 1000) / bucketMs);
-  // Buckets counted before one's own: the window, and at least __MARGIN_MS__ ms more, since a
-  // body starts some time after its bucket was fixed and that time varies under load.
-  const past = sliding ? buckets + Math.max(1, Math.ceil(__MARGIN_MS__ / bucketMs)) : 0;
-  return {
-    scope, limit, cost,
-    window_seconds: windowSeconds,
-    algorithm: sliding ? 'sliding' : 'fixed',
-    on_denied: raw.on_denied,
-    max_wait_seconds: whole('max_wait_seconds', raw.max_wait_seconds, scope, raw.labels),
+  const maxWait = whole('max_wait_seconds', raw.max_wait_seconds, scope, raw.labels);
+  const common = { scope, limit, cost, window_seconds: windowSeconds, on_denied: raw.on_denied, max_wait_seconds: maxWait };
+  if (!sliding) {
     // The fixed window keeps the keys of rate_limit_check, so both count in one budget.
-    prefix: sliding ? `n8n-ratelimit-${scope}:sw${windowSeconds}:` : `n8n-ratelimit-${scope}-`,
-    bucket_ms: bucketMs,
-    past,
-    future: sliding ? __FUTURE__ : 0,
-    ttl: sliding ? Math.ceil((bucketMs * (past + __FUTURE__ + 2)) / 1000) : windowSeconds,
+    return { ...common, algorithm: 'fixed', prefix: `n8n-ratelimit-${scope}-`, bucket_ms: windowSeconds * 1000, ttl: windowSeconds };
+  }
+  // A sliding limit is `limit` slots in one hash, each "generation:time it is free again". A
+  // slot used at s is free again at s + W + __MARGIN_MS__ ms: the margin covers the hop from the
+  // last check of the start (Rate Limit Outcome, Rate Limit Woken) to the body.
+  return {
+    ...common,
+    algorithm: 'sliding',
+    key: `n8n-ratelimit-${scope}:slots${windowSeconds}`,
+    gap_ms: windowSeconds * 1000 + __MARGIN_MS__,
+    // The hash outlives every time it holds (a waiter books up to its max wait ahead) and every
+    // claim on it, so a hash that expired held nothing that still counts.
+    ttl: windowSeconds + maxWait + __CLAIM_TTL_S__ + Math.ceil(__MARGIN_MS__ / 1000) + 1,
   };
 });
 return { problem: null, started_ms: Date.now(), limits };

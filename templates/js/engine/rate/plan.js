@@ -1,90 +1,104 @@
-// Shared by Rate Check and Rate Verdict: what the INCR node counted, and what a denial becomes.
-const ownCounts = (ctx, counted) => {
-  let offset = 0;
-  return ctx.limits.map((l) => {
-    const mine = counted.slice(offset, offset + l.cost);
-    offset += l.cost;
-    // Units that fell into an earlier bucket (a boundary between two INCRs) are read there.
-    const key = String(mine[mine.length - 1][0]);
-    const last = mine.filter((m) => String(m[0]) === key);
-    return { bucket: Number(key.slice(l.prefix.length)), count: Math.max(...last.map((m) => Number(m[1]))) };
-  });
+// Shared by the rate limit's Set nodes. A sliding limit is `limit` slots; a call takes `cost` of
+// them by winning a claim on each (one INCR of `<hash>:c<slot>:<generation>`, 1 wins) and then
+// writes each slot's next generation and the time it is free again. A claim won by a call that
+// gives up is given back (the next generation, the old time). A slot whose claim this call lost
+// at the generation it still reads is in limbo: its winner has not written yet, or is giving it
+// back, so a call that would be refused for want of it looks again before it answers.
+// The slots the hash holds (a slot never written is free, generation 0), by index.
+const slotsOf = (l, value) => {
+  const slots = [];
+  if (!value || typeof value !== 'object') return slots;
+  for (const [field, raw] of Object.entries(value)) {
+    const i = Number(field);
+    if (!Number.isInteger(i) || i < 0 || i >= l.limit) continue;
+    const parts = String(raw).split(':');
+    slots.push({ i, g: Number(parts[0]) || 0, t: Number(parts[1]) || 0 });
+  }
+  return slots.sort((a, b) => a.i - b.i);
 };
-// When `excess` units would fit if nothing new arrived: a bucket is counted until bucket
-// j + past + 1 begins, and beyond what the window holds now every span admits `limit` more.
-const fitsAt = (l, counts, excess, now) => {
-  const span = (l.past + 1) * l.bucket_ms;
-  const rounds = Math.floor((excess - 1) / l.limit);
-  const rest = excess - rounds * l.limit;
-  let freed = 0;
-  let at = now + span;
-  for (const [bucket, n] of [...counts].sort((a, b) => a[0] - b[0])) {
-    freed += n;
-    if (freed >= rest) {
-      at = (bucket + l.past + 1) * l.bucket_ms;
-      break;
+const shuffled = (list) => {
+  const out = [...list];
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+};
+// One limit, as this look read it: the slots to claim (free ones at random among the lowest
+// __POOL__, so that callers spread over them while the hash stays as small as the use; else the
+// earliest to come free, ties at random), from when, and what stands in the way.
+const planOf = (l, index, value, lost, now) => {
+  if (l.algorithm === 'fixed') {
+    const count = Number(value) || 0;
+    const fits = count + l.cost <= l.limit;
+    const claims = [];
+    for (let n = 0; n < l.cost; n += 1) claims.push({ prefix: l.prefix, bucket_ms: l.bucket_ms, expire: true, ttl: l.ttl });
+    return { index, at: fits ? now : (Math.floor(now / l.bucket_ms) + 1) * l.bucket_ms, busy: count, limbo: 0, chosen: [], claims };
+  }
+  const mine = lost[index] || {};
+  const isLost = (s) => mine[s.i] !== undefined && mine[s.i].g === s.g;
+  const written = slotsOf(l, value);
+  const limbo = written.filter((s) => s.t <= now && isLost(s) && now - mine[s.i].at < __LIMBO_MS__).length;
+  const busy = written.filter((s) => s.t > now || isLost(s)).length;
+  const pool = [];
+  const want = Math.max(2 * l.cost, __POOL__);
+  let w = 0;
+  for (let i = 0; i < l.limit && pool.length < want; i += 1) {
+    while (w < written.length && written[w].i < i) w += 1;
+    const s = w < written.length && written[w].i === i ? written[w] : { i, g: 0, t: 0 };
+    if (s.t <= now && !isLost(s)) pool.push(s);
+  }
+  let chosen = shuffled(pool).slice(0, l.cost);
+  if (chosen.length < l.cost) chosen = shuffled(written.filter((s) => !isLost(s))).sort((a, b) => a.t - b.t).slice(0, l.cost);
+  const at = chosen.length < l.cost ? Infinity : Math.max(now, ...chosen.map((s) => s.t));
+  const claims = chosen.map((s) => ({ key: `${l.key}:c${s.i}:${s.g}`, expire: true, ttl: __CLAIM_TTL_S__ }));
+  return { index, at, busy, limbo, chosen, claims };
+};
+const waited = (ctx, now) => ((now - ctx.started_ms) / 1000).toFixed(1);
+const denial = (ctx, p, now) => {
+  const l = ctx.limits[p.index];
+  const count = p.busy + l.cost;
+  return {
+    allowed: false,
+    scope: l.scope,
+    count,
+    limit: l.limit,
+    window_seconds: l.window_seconds,
+    retry_after_ms: Number.isFinite(p.at) ? Math.max(1, Math.ceil(p.at - now)) : l.window_seconds * 1000,
+    message: `Rate limit exceeded for scope '${l.scope}': ${count} calls in this window, limit ${l.limit}`,
+  };
+};
+// Look again after a short sleep, longer each time (at random, so that racing callers part).
+const again = (ctx, look, now, extra) => {
+  const pause = Math.min(__RETRY_MAX_MS__, __RETRY_MS__ * 2 ** look.tries) * (0.5 + Math.random());
+  return { state: 'retry', wait: look.wait || { started_ms: now }, lost: look.lost, tries: look.tries + 1, sleep_seconds: Math.max(0.01, pause / 1000), ...extra };
+};
+const tooLong = (ctx, l, now, next, maxWait) => `Rate limit for scope '${l.scope}' (limit ${l.limit} per ${l.window_seconds} s): waited ${waited(ctx, now)} s, and a place would come only after ${((next - ctx.started_ms) / 1000).toFixed(1)} s, past the max wait of ${maxWait} s`;
+// What a look decides: claim the chosen slots (now, or booked ahead for a call that waits), look
+// again (a slot in limbo), refuse (the on_denied of the first limit that has no room), or fail
+// (a waiter whose place would come after its max wait).
+const decide = (ctx, plans, look, now) => {
+  const short = plans.filter((p) => p.at > now);
+  const carry = { wait: look.wait, lost: look.lost, tries: look.tries, checked_ms: now };
+  const refusing = short.filter((p) => ctx.limits[p.index].on_denied !== 'wait');
+  const patient = now - ctx.started_ms < 3 * __LIMBO_MS__;
+  if (short.some((p) => p.limbo > 0) && (refusing.length === 0 || patient)) return again(ctx, look, now, {});
+  if (refusing.length > 0) {
+    const p = refusing[0];
+    return { state: 'deny', mode: ctx.limits[p.index].on_denied, ...denial(ctx, p, now), ...carry };
+  }
+  const at = Math.max(now, ...plans.map((p) => p.at));
+  if (short.length > 0) {
+    const binding = short.reduce((a, b) => (b.at > a.at ? b : a));
+    const l = ctx.limits[binding.index];
+    const maxWait = Math.min(...short.map((p) => ctx.limits[p.index].max_wait_seconds));
+    if (at - ctx.started_ms > maxWait * 1000) {
+      return { state: 'fail', ...denial(ctx, binding, now), message: tooLong(ctx, l, now, at, maxWait), ...carry };
+    }
+    // A fixed window has no slots to book: look again when the window it waits for begins.
+    if (short.some((p) => ctx.limits[p.index].algorithm === 'fixed')) {
+      return { state: 'retry', ...carry, wait: look.wait || { started_ms: now }, tries: look.tries + 1, sleep_seconds: Math.max(0.01, (at - now + Math.random() * 200) / 1000) };
     }
   }
-  return at + rounds * span;
-};
-// When `need` units of what the window held when it was read will have left it (a refused
-// call's retry_after: it waits for no one, so the units counted are all that stand before it).
-const leaves = (l, counts, need) => {
-  let freed = 0;
-  for (const [bucket, n] of [...counts].sort((a, b) => a[0] - b[0])) {
-    freed += n;
-    if (freed >= need) return (bucket + l.past + 1) * l.bucket_ms;
-  }
-  return Date.now();
-};
-// Units still counted at `at`, of what the window held when it was read.
-const freeAt = (l, counts, at) => l.limit - counts.filter((c) => (c[0] + l.past + 1) * l.bucket_ms > at).reduce((sum, c) => sum + c[1], 0);
-const tooLong = (ctx, l, now, next, maxWait) => {
-  const waited = ((now - ctx.started_ms) / 1000).toFixed(1);
-  const needed = ((next - ctx.started_ms) / 1000).toFixed(1);
-  return `Rate limit for scope '${l.scope}' (limit ${l.limit} per ${l.window_seconds} s): waited ${waited} s, and a place would come only after ${needed} s, past the max wait of ${maxWait} s`;
-};
-// The next look of a waiter: when it fits, but only once the Redis node executions its wait
-// has added so far (its place in line, looks that found no room) are at most one per second
-// waited (the look that ends the wait is not paid ahead), and never past its max wait.
-const nextLook = (ctx, fits, wait, now, maxWait) => {
-  const next = Math.max(fits + __WAKE_LATE_MS__, wait.started_ms + wait.spent * 1000, now + __MIN_SLEEP_MS__);
-  return { next, late: next - ctx.started_ms > maxWait * 1000 };
-};
-// A call refused before counting (`queue`) also takes a place in line among the calls waiting
-// for the same moment (one INCR), so that they go in the order they came.
-const judge = (ctx, counts, totals, now, wait, lookCost, passed, queue) => {
-  const over = ctx.limits.map((l, i) => ({ l, i, total: totals[i] })).filter((o) => o.total > o.l.limit);
-  if (over.length === 0) return passed;
-  const refusing = over.find((o) => o.l.on_denied !== 'wait');
-  const first = refusing || over[0];
-  const denial = {
-    allowed: false,
-    scope: first.l.scope,
-    count: first.total,
-    limit: first.l.limit,
-    window_seconds: first.l.window_seconds,
-    retry_after_ms: 0,
-    queue: [],
-    message: `Rate limit exceeded for scope '${first.l.scope}': ${first.total} calls in this window, limit ${first.l.limit}`,
-  };
-  if (refusing) {
-    const retry = leaves(refusing.l, counts[refusing.i], refusing.total - refusing.l.limit);
-    // From the clock of now: `now` may be when the call looked, before others counted.
-    return { state: 'deny', mode: refusing.l.on_denied, ...denial, retry_after_ms: Math.max(0, Math.ceil(retry - Date.now())) };
-  }
-  const waitNow = { started_ms: wait ? wait.started_ms : now, spent: wait ? wait.spent + lookCost : 0 };
-  const fits = over.map((o) => ({ o, at: fitsAt(o.l, counts[o.i], o.total - o.l.limit, now) }));
-  const binding = fits.reduce((a, b) => (b.at > a.at ? b : a));
-  const maxWait = Math.min(...over.map((o) => o.l.max_wait_seconds));
-  const look = nextLook(ctx, binding.at, waitNow, now, maxWait);
-  if (look.late) return { state: 'fail', ...denial, message: tooLong(ctx, binding.o.l, now, look.next, maxWait) };
-  const l = binding.o.l;
-  const place = queue
-    ? {
-        queue: [{ key: `${l.prefix}q${Math.floor(binding.at / l.bucket_ms)}`, expire: true, ttl: Math.ceil((binding.at - now) / 1000) + l.window_seconds }],
-        place: { limit: binding.o.i, fits: binding.at, free: freeAt(l, counts[binding.o.i], binding.at), max_wait_seconds: maxWait },
-      }
-    : {};
-  return { state: 'wait', ...denial, ...place, sleep_seconds: Math.max(0.01, (look.next - now) / 1000), wait: waitNow };
+  return { state: 'take', claims: plans.flatMap((p) => p.claims), plans: plans.map((p) => ({ index: p.index, busy: p.busy, chosen: p.chosen })), at, ...carry };
 };
