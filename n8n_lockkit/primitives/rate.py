@@ -31,7 +31,7 @@ A refused call answers `retry_after_ms`: when it would fit if nothing new arrive
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,11 +159,16 @@ def check(
     `margin_ms`: how long after W a slot stays taken (the hop from the last check to the body).
 
     Context → Input Valid? → Look → Read → Check → Take? → Claim → Verdict → (Commit) →
-    Outcome → Allowed?; a call that sleeps (booked ahead, or looking again) goes Wait? → Sleep
-    → Woken → Go?, back to Look unless it may go.
+    Outcome → Allowed?; a call not let in yet goes (Restamp? → Commit Items, with slots)
+    Wait? → Sleep → Woken → Go?, back to Look unless it may go.
     """
     shape = shape or Shape.of(limits)
-    x, y = origin
+    cells = _cells(shape)
+
+    def at(role: str) -> list[int]:
+        column, row = cells[role]
+        return [origin[0] + column * STEP, origin[1] + row * ROW]
+
     g = Group()
     n = names
     context, look, check_, verdict = (
@@ -177,89 +182,107 @@ def check(
         "__CONTEXT__": f"{ref(context)}.first().json",
         "__LOOK__": f"{ref(look)}.first().json",
         "__CHECK__": f"{ref(check_)}.first().json",
-        "__VERDICT__": f"{ref(verdict)}.first().json",
         "__READ__": f"{ref(n('Rate Limit Read'))}.all()",
         "__CLAIMED__": f"{ref(claim)}.all().map((item) => Number(Object.values(item.json)[0]))",
         **{f"__{name}__": str(value) for name, value in _TUNING.items()},
         "__MARGIN_MS__": str(margin_ms),
     }
-    script = _expression("context", {"__INPUT__": _input_js(limits), **tokens})
-    g.entry = g.add(set_raw(key, "rate-context", context, [x, y], script))
+
+    def script(role: str, name: str, file: str, extra: dict[str, str] | None = None) -> str:
+        return g.add(
+            set_raw(key, role, name, at(role), _expression(file, {**tokens, **(extra or {})}))
+        )
+
+    def test(role: str, name: str, condition: str) -> str:
+        return g.add(nodekit.if_node(key, role, name, at(role), condition))
+
+    g.entry = script("rate-context", context, "context", {"__INPUT__": _input_js(limits)})
     g.nodes[-1]["notes"] += config_note
-    valid, refused = n("Rate Limit Input Valid?"), n("Rate Limit Input Refused")
-    g.add(nodekit.if_node(key, "rate-input-valid", valid, [x + STEP, y], "$json.problem === null"))
-    g.add(_stop(key, "rate-input-refused", refused, [x + 2 * STEP, y + ROW], "$json.problem"))
-    g.connect(context, 0, valid)
+    valid = test("rate-input-valid", n("Rate Limit Input Valid?"), "$json.problem === null")
+    refused = g.add(_stop(key, "rate-input-refused", n("Rate Limit Input Refused"),
+                          at("rate-input-refused"), "$json.problem"))  # fmt: skip
+    g.chain(context, valid)
     g.connect(valid, 1, refused)
-    at = x + 2 * STEP
-
-    def step(make: Callable[[list[int]], nodekit.Node]) -> None:
-        """The next node of the row."""
-        nonlocal at
-        g.add(make([at, y]))
-        at += STEP
-
-    read_items, read = n("Rate Limit Read Items"), n("Rate Limit Read")
-    take, claim_items = n("Rate Limit Take?"), n("Rate Limit Claim Items")
-    step(lambda p: set_raw(key, "rate-look", look, p, _expression("look", tokens)))
-    step(lambda p: split_out(key, "rate-read-items", read_items, p, "read"))
-    step(lambda p: nodekit.redis(key, "rate-read", read, p, READ_EACH, False))
-    step(lambda p: set_raw(key, "rate-check", check_, p, _expression("check", tokens)))
-    step(lambda p: nodekit.if_node(key, "rate-take", take, p, _state("take")))
-    step(lambda p: split_out(key, "rate-claim-items", claim_items, p, "claims"))
-    step(lambda p: nodekit.redis(key, "rate-claim", claim, p, CLAIM_EACH, False))
-    step(lambda p: set_raw(key, "rate-verdict", verdict, p, _expression("verdict", tokens)))
-    g.chain(valid, look, read_items, read, check_, take)
-    g.chain(take, claim_items, claim, verdict)
+    script("rate-look", look, "look")
+    read_items = g.add(split_out(key, "rate-read-items", n("Rate Limit Read Items"),
+                                 at("rate-read-items"), "read"))  # fmt: skip
+    read = g.add(nodekit.redis(key, "rate-read", n("Rate Limit Read"), at("rate-read"),
+                               READ_EACH, False))  # fmt: skip
+    script("rate-check", check_, "check")
+    take = test("rate-take", n("Rate Limit Take?"), _state("take"))
+    claim_items = g.add(split_out(key, "rate-claim-items", n("Rate Limit Claim Items"),
+                                  at("rate-claim-items"), "claims"))  # fmt: skip
+    g.add(nodekit.redis(key, "rate-claim", claim, at("rate-claim"), CLAIM_EACH, False))
+    script("rate-verdict", verdict, "verdict")
+    script("rate-outcome", outcome, "outcome")
+    test("rate-allowed", allowed, _state("allow"))
+    g.chain(valid, look, read_items, read, check_, take, claim_items, claim, verdict)
+    g.exits["allowed"] = [(allowed, 0)]
+    wait = test("rate-wait", n("Rate Limit Wait?"), _state("sleep", "retry"))
     if shape.slots:
-        test, items, commit = (
+        commit_test, items, commit = (
             n("Rate Limit Commit?"), n("Rate Limit Commit Items"), n("Rate Limit Commit"),
         )  # fmt: skip
-        step(lambda p: nodekit.if_node(key, "rate-commit-test", test, p, "$json.commit.length > 0"))
-        step(lambda p: split_out(key, "rate-commit-items", items, p, "commit"))
-        step(lambda p: nodekit.redis(key, "rate-commit", commit, p, nodekit.SET_EACH, False))
-        g.chain(verdict, test, items, commit, outcome)
-        g.connect(test, 1, outcome)
-    else:
-        g.connect(verdict, 0, outcome)
-    step(lambda p: set_raw(key, "rate-outcome", outcome, p, _expression("outcome", tokens)))
-    step(lambda p: nodekit.if_node(key, "rate-allowed", allowed, p, _state("allow")))
-    g.connect(outcome, 0, allowed)
-    g.exits["allowed"] = [(allowed, 0)]
-    wait, sleep, woken, go = (
-        n("Rate Limit Wait?"), n("Rate Limit Sleep"), n("Rate Limit Woken"), n("Rate Limit Go?"),
-    )  # fmt: skip
-    x, y = at, y + ROW
-    g.add(nodekit.if_node(key, "rate-wait", wait, [x, y], _state("sleep", "retry")))
-    g.add(
-        nodekit.node(
-            key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, [x + STEP, y],
-            {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
-            webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
-        )
-    )  # fmt: skip
-    g.add(set_raw(key, "rate-woken", woken, [x + 2 * STEP, y], _expression("woken", tokens)))
-    g.add(nodekit.if_node(key, "rate-go", go, [x + 3 * STEP, y], _state("allow")))
-    g.connect(take, 1, wait)
-    if shape.slots:
-        # A call late at its last look writes its slots again (Rate Limit Outcome).
-        restamp = n("Rate Limit Restamp?")
-        g.add(nodekit.if_node(key, "rate-restamp", restamp, [x - STEP, y], _state("restamp")))
+        test("rate-commit-test", commit_test, "$json.commit.length > 0")
+        g.add(split_out(key, "rate-commit-items", items, at("rate-commit-items"), "commit"))
+        g.add(nodekit.redis(key, "rate-commit", commit, at("rate-commit"), nodekit.SET_EACH,
+                            False))  # fmt: skip
+        g.chain(verdict, commit_test, items, commit, outcome, allowed)
+        g.connect(commit_test, 1, outcome)
+        # Not let in yet: a call late at its last look writes its slots again (Rate Limit
+        # Outcome hands on the items to write).
+        restamp = test("rate-restamp", n("Rate Limit Restamp?"), _state("restamp"))
         g.connect(allowed, 1, restamp)
         g.connect(restamp, 0, items)
         g.connect(restamp, 1, wait)
     else:
+        g.chain(verdict, outcome, allowed)
         g.connect(allowed, 1, wait)
+    sleep, go = n("Rate Limit Sleep"), n("Rate Limit Go?")
+    g.add(
+        nodekit.node(
+            key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, at("rate-sleep"),
+            {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
+            webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
+        )
+    )  # fmt: skip
+    woken = script("rate-woken", n("Rate Limit Woken"), "woken")
+    test("rate-go", go, _state("allow"))
+    g.connect(take, 1, wait)
     g.chain(wait, sleep, woken, go)
     g.connect(go, 1, look)
     g.exits["allowed"].append((go, 0))
-    give_up, too_long = n("Rate Limit Give Up?"), n("Rate Limit Waited Too Long")
-    g.add(nodekit.if_node(key, "rate-give-up", give_up, [x, y + ROW], _state("fail")))
-    g.add(_stop(key, "rate-too-long", too_long, [x + STEP, y + ROW], "$json.message"))
+    give_up = test("rate-give-up", n("Rate Limit Give Up?"), _state("fail"))
+    too_long = g.add(_stop(key, "rate-too-long", n("Rate Limit Waited Too Long"),
+                           at("rate-too-long"), "$json.message"))  # fmt: skip
     g.connect(wait, 1, give_up)
     g.connect(give_up, 0, too_long)
-    _refusals(g, key, shape, [(give_up, 1)], names, (x + 2 * STEP, y + ROW))
+    column, row = cells["rate-denied"]
+    denied_at = (origin[0] + column * STEP, origin[1] + row * ROW)
+    _refusals(g, key, shape, [(give_up, 1)], names, denied_at)
     return g
+
+
+# Where each node of the chain sits: the path of an allowed call along the top row, the rest
+# (sleeping, looking again, refusals) in the row below; `rate-denied` is where the refusals
+# begin (a second on_denied mode takes a row more).
+_TOP = (
+    "rate-context", "rate-input-valid", "rate-look", "rate-read-items", "rate-read", "rate-check",
+    "rate-take", "rate-claim-items", "rate-claim", "rate-verdict", "rate-commit-test",
+    "rate-commit-items", "rate-commit", "rate-outcome", "rate-allowed",
+)  # fmt: skip
+_BELOW = {
+    "rate-input-refused": 2, "rate-wait": 4, "rate-sleep": 5, "rate-woken": 6, "rate-go": 7,
+    "rate-give-up": 8, "rate-too-long": 9, "rate-denied": 10, "rate-restamp": 14,
+}  # fmt: skip
+_SLOTS_ONLY = frozenset({"rate-commit-test", "rate-commit-items", "rate-commit", "rate-restamp"})
+
+
+def _cells(shape: Shape) -> dict[str, tuple[int, int]]:
+    top = [role for role in _TOP if shape.slots or role not in _SLOTS_ONLY]
+    cells = {role: (column, 0) for column, role in enumerate(top)}
+    cells.update({role: (column, 1) for role, column in _BELOW.items()})
+    return cells
 
 
 _TUNING = {

@@ -36,9 +36,14 @@ const planOf = (l, index, value, lost, now) => {
     return { index, at: fits ? now : (Math.floor(now / l.bucket_ms) + 1) * l.bucket_ms, busy: count, limbo: 0, chosen: [], claims };
   }
   const mine = lost[index] || {};
-  const isLost = (s) => mine[s.i] !== undefined && mine[s.i].g === s.g;
+  // A claim lost more than its TTL ago has expired: a winner that never wrote is gone.
+  const isLost = (s) => mine[s.i] !== undefined && mine[s.i].g === s.g && now - mine[s.i].at < __CLAIM_TTL_S__ * 1000;
   const written = slotsOf(l, value);
-  const limbo = written.filter((s) => s.t <= now && isLost(s) && now - mine[s.i].at < __LIMBO_MS__).length;
+  // A slot never written is free at generation 0: one whose claim this call lost counts too.
+  Object.keys(mine).map(Number).filter((i) => i < l.limit && !written.some((s) => s.i === i))
+    .forEach((i) => written.push({ i, g: 0, t: 0 }));
+  written.sort((a, b) => a.i - b.i);
+  const limbo = written.filter((s) => isLost(s) && now - mine[s.i].at < __LIMBO_MS__).length;
   const busy = written.filter((s) => s.t > now || isLost(s)).length;
   const pool = [];
   const want = Math.max(2 * l.cost, __POOL__);
@@ -81,8 +86,17 @@ const decide = (ctx, plans, look, now) => {
   const short = plans.filter((p) => p.at > now);
   const carry = { wait: look.wait, lost: look.lost, tries: look.tries, checked_ms: now };
   const refusing = short.filter((p) => ctx.limits[p.index].on_denied !== 'wait');
+  // Short for want of slots whose claims this call lost (their winners have not written yet),
+  // or of any it may claim at all: look again rather than answer from this read.
+  const unsure = short.filter((p) => p.limbo > 0 || !Number.isFinite(p.at));
   const patient = now - ctx.started_ms < 3 * __LIMBO_MS__;
-  if (short.some((p) => p.limbo > 0) && (refusing.length === 0 || patient)) return again(ctx, look, now, {});
+  if (unsure.length > 0 && (refusing.length === 0 || patient)) {
+    const l = ctx.limits[unsure[0].index];
+    if (refusing.length === 0 && now - ctx.started_ms > l.max_wait_seconds * 1000) {
+      return { state: 'fail', ...denial(ctx, unsure[0], now), message: tooLong(ctx, l, now, now, l.max_wait_seconds), ...carry };
+    }
+    return again(ctx, look, now, {});
+  }
   if (refusing.length > 0) {
     const p = refusing[0];
     return { state: 'deny', mode: ctx.limits[p.index].on_denied, ...denial(ctx, p, now), ...carry };

@@ -3,8 +3,8 @@
 // W plus the margin), and goes now or sleeps until the slots it booked are free. A call that
 // lost a claim gives back the ones it won and looks again.
 const ctx = __CONTEXT__;
-const look = __LOOK__;
 const check = __CHECK__;
+const look = __LOOK__;
 __PLAN__
 const counted = __CLAIMED__;
 const now = Date.now();
@@ -21,6 +21,7 @@ const results = check.plans.map((p) => {
 });
 const ok = results.every((r) => !r.over && r.lost.length === 0);
 const start = Math.max(now, check.at);
+// The items of Rate Limit Commit, each carrying the verdict to Rate Limit Outcome.
 const write = (time, verdict) => results.filter((r) => r.won.length > 0).map((r) => {
   const value = {};
   r.won.forEach((s) => { value[String(s.i)] = `${s.g + 1}:${time(s, r.l)}`; });
