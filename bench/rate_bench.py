@@ -143,6 +143,15 @@ def redis_runs(execution: Execution) -> int:
     return figures.redis_runs_before(execution, float("inf"))
 
 
+def gate_to_body_ms(execution: Execution) -> float:
+    """From the end of the chain's last look at the clock (Rate Limit Outcome, or Woken after
+    a sleep) to the body's start: what the slots' margin must cover."""
+    runs = figures.run_data(execution)
+    gates = [figures.end(execution, name) for name in ("Rate Limit Outcome", "Rate Limit Woken")
+             if name in runs]  # fmt: skip
+    return figures.start(execution, figures.BODY) - max(gates)
+
+
 def body_starts(executions: Sequence[Execution]) -> list[float]:
     return sorted(
         figures.start(e, figures.BODY) for e in executions if figures.BODY in figures.run_data(e)
@@ -174,7 +183,9 @@ def throttle(n8n: N8nInstance, root: Path, path: str, token: str) -> Figures:
             per_second.append((redis_runs(e) - uncontended) / (waited_ms / 1000))
     starts = body_starts(executions)
     rounds = -(-THROTTLE_CALLS // THROTTLE_LIMIT) - 1
+    lags = [gate_to_body_ms(e) for e in executions if figures.BODY in figures.run_data(e)]
     return {
+        "gate_to_body_ms": {"p50": figures.percentile(lags, 50), "max": max(lags, default=0.0)},
         "wall_s": wall,
         "span_s": (starts[-1] - starts[0]) / 1000 if starts else 0.0,
         "ideal_span_s": rounds * THROTTLE_WINDOW_S,
@@ -266,7 +277,9 @@ def limits_table(result: Figures) -> list[str]:
         f"{t['ideal_span_s']:.0f} s, {t['span_s'] / t['ideal_span_s']:.2f} ×); all "
         f"{t['completed']} answered in {t['wall_s']:.1f} s; most starts in "
         f"{THROTTLE_WINDOW_S} s: {t['worst_2s']}; Redis node executions per second waited: "
-        f"{t['redis_per_wait_second_mean']:.2f} mean, {t['redis_per_wait_second']:.2f} max | "
+        f"{t['redis_per_wait_second_mean']:.2f} mean, {t['redis_per_wait_second']:.2f} max; "
+        f"last look at the clock to body start {t['gate_to_body_ms']['p50']:.0f} ms median, "
+        f"{t['gate_to_body_ms']['max']:.0f} ms max | "
         f"≤ 1.25 × ideal, ≤ {THROTTLE_LIMIT} in any {THROTTLE_WINDOW_S} s |",
     ]
     labels = {
