@@ -167,3 +167,34 @@ def test_the_default_algorithm_is_written_into_the_file(root: Path, invoke: Invo
     data = json.loads((root / "workflows" / "code_heavy.template.json").read_text())
     context = next(n for n in data["nodes"] if n["name"] == "Rate Limit Context")
     assert '"algorithm": "sliding"' in context["notes"]
+
+
+BUCKETS = (
+    Path(__file__).parent.parent / "fixtures" / "upgrade" / "rate_buckets_f368956.template.json"
+)
+
+
+def test_a_rate_limit_of_the_bucket_engine_is_flagged_and_upgrade_moves_it_to_slots(
+    root: Path, invoke: Invoke
+) -> None:
+    """rate_buckets_f368956.template.json is code_heavy wrapped by `add-rate-limit ... --on-denied
+    wait --max-wait-seconds 90` at f368956, when the sliding window counted in buckets: same
+    format stamp, other keys, so a workflow wrapped since would not share its budget."""
+    path = root / "workflows" / "code_heavy.template.json"
+    path.write_text(BUCKETS.read_text())
+    (config,) = limits(root)
+    assert (config.algorithm, config.on_denied, config.max_wait_seconds) == ("sliding", "wait", 90)
+    flagged = invoke("validate", "-o", "json", cwd=root)
+    assert "rate-engine-current" in flagged.output, explain(flagged)
+    result = invoke("upgrade", cwd=root)
+    assert result.exit_code == 0, explain(result)
+    assert limits(root) == (config,)
+    upgraded = path.read_text()
+    assert "n8nlock:rate-claim" in upgraded and "n8nlock:rate-reread" not in upgraded
+    clean = invoke("validate", "-o", "json", cwd=root)
+    assert "rate-engine-current" not in clean.output, explain(clean)
+    assert json.loads(unwrap_text(upgraded)) == json.loads(unwrap_text(BUCKETS.read_text()))
+
+
+def unwrap_text(text: str) -> str:
+    return json.dumps(unwrap(json.loads(text)), sort_keys=True)
