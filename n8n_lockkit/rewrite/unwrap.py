@@ -170,14 +170,25 @@ def _changed_by_hand(err: Exception) -> WrapError:
     )
 
 
-def _inline_lock(workflow: Workflow, inline: Any) -> LockConfig:
-    lock_on_error = graph.as_dict(workflow.get("settings")).get("errorWorkflow") == HANDLER_ID
-    dedupe = inline.get("dedupe_window_seconds") is not None
-    renew_before = tuple(
+def _lock_on_error(workflow: Workflow) -> bool:
+    """Whether the lock frees itself when the execution fails (the cleanup handler is set)."""
+    return graph.as_dict(workflow.get("settings")).get("errorWorkflow") == HANDLER_ID
+
+
+def _renew_before(workflow: Workflow) -> tuple[str, ...]:
+    """The body nodes the lock renews its lease before (its `Lock Renew (<node>)` nodes)."""
+    return tuple(
         str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
         for n in graph.nodes(workflow)
-        if role_of(n) == "lock-renew" and not dedupe
+        if role_of(n) == "lock-renew"
     )
+
+
+def _inline_lock(workflow: Workflow, inline: Any) -> LockConfig:
+    lock_on_error = _lock_on_error(workflow)
+    # A guard never renews: the renewals in the file are the lock's.
+    dedupe = inline.get("dedupe_window_seconds") is not None
+    renew_before = () if dedupe else _renew_before(workflow)
     return LockConfig(
         scope=str(inline["scope"]),
         ttl_seconds=int(inline["ttl_seconds"]),
@@ -198,26 +209,19 @@ def _read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
     inline = _inline_values(workflow)
     if inline is not None and inline.get("dedupe_window_seconds") is not None:
         inline = None  # a guard made before it had a chain of its own: read_guard's
-    if values is not None or inline is not None:
-        lock_on_error = graph.as_dict(workflow.get("settings")).get("errorWorkflow") == HANDLER_ID
-        renew_before = tuple(
-            str(n["name"]).removeprefix("Lock Renew (").removesuffix(")")
-            for n in graph.nodes(workflow)
-            if role_of(n) == "lock-renew"
+    if inline is not None:
+        lock = _inline_lock(workflow, inline)
+    elif values is not None:
+        lock = LockConfig(
+            scope=str(values["scope"]),
+            ttl_seconds=int(values["ttl_seconds"]),
+            max_wait_seconds=int(values["max_wait_seconds"]),
+            on_busy="error" if values.get("wait_till_lock_released") is False else "wait",
+            max_concurrent=int(values.get("max_concurrent") or 1),
+            via_subworkflow=True,
+            lock_on_error=_lock_on_error(workflow),
+            renew_before=_renew_before(workflow),
         )
-        if inline is not None:
-            lock = _inline_lock(workflow, inline)
-        elif values is not None:
-            lock = LockConfig(
-                scope=str(values["scope"]),
-                ttl_seconds=int(values["ttl_seconds"]),
-                max_wait_seconds=int(values["max_wait_seconds"]),
-                on_busy="error" if values.get("wait_till_lock_released") is False else "wait",
-                max_concurrent=int(values.get("max_concurrent") or 1),
-                via_subworkflow=True,
-                lock_on_error=lock_on_error,
-                renew_before=renew_before,
-            )
     rate = _read_rates(workflow)
     return lock, rate
 
