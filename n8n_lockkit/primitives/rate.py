@@ -13,11 +13,12 @@ algorithm and its waiting given at run time), so both count in one budget per sc
   refused call spends nobody's budget, and a call that loses a claim gives back the ones it won
   (the next generation, the old time) and looks again. A call that waits books the earliest
   slots the same way and sleeps until they are free: 20 calls at 5 per 2 s start in rounds
-  W + margin apart. The margin covers the hop from the chain's last look at the clock (Rate
-  Limit Outcome, Rate Limit Woken: a call that reaches it more than `GATE_MS` after its planned
-  start does not go, and looks again) to the body. A claim whose winner died before writing
-  expires after `CLAIM_TTL_S`, when the slot can be won again; a winner that got that far only
-  after `VOID_MS` writes nothing.
+  W + margin apart. The margin covers the hop from the chain's last look at the clock to the
+  body: at Rate Limit Outcome (Rate Limit Woken after a sleep) a call more than `GATE_MS` after
+  its planned start does not go yet; it writes its slots again from now while nobody can have
+  claimed them (Restamp?), else they are spent and it looks again. A claim whose winner died
+  before writing expires after `CLAIM_TTL_S`, when the slot can be won again; a winner that got
+  that far only after `VOID_MS` writes nothing.
 - **fixed**: one counter per window, `n8n-ratelimit-<scope>-<floor(now / W)>` (the keys of the
   `rate_limit_check` primitive before it ran this engine). INCR orders the callers: allowed iff
   the count <= L. Up to 2·L calls pass in a W-long interval across a boundary, and a call that
