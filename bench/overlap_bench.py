@@ -13,8 +13,10 @@ Each round fires, for every workflow in a random order, `--calls` simultaneous c
 scope (the guarded ones hold for 3 s, so every other caller arrives while the first holds; plain
 holds 10 ms). The first round warms n8n up and is not counted. Reported per workflow: the bodies
 that ran per burst, and the answer times of the turned-away callers (plain: of every caller,
-the floor of that many simultaneous executions on this machine): median, p90, max. Then where
-their time goes: the median time of each node in their saved executions.
+the floor of that many simultaneous executions on this machine): median, p90, max. For skip and
+buffer-one, also the next call on the scope once the burst has answered: it passes the skipped
+callers' marked tickets before it enters (decide.js). Then where the turned-away callers' time
+goes: the median time of each node in their saved executions.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ FORMS: dict[str, tuple[str, ...]] = {
     "dedupe": ("add-dedupe", "--window-seconds", "600", "--on-duplicate", "skip"),
 }
 EXPECTED_BODIES = {"skip": 1, "buffer-one": 2, "dedupe": 1}
+AFTER_FORMS = ("skip", "buffer-one")  # the next call after a burst runs the body
 
 
 def install(root: Path, n8n: N8nInstance) -> dict[str, str]:
@@ -81,9 +84,10 @@ def call(n8n: N8nInstance, path: str, body: dict[str, Any]) -> tuple[float, bool
     return seconds, isinstance(answer, dict) and answer.get("skipped") is True
 
 
-def burst(n8n: N8nInstance, path: str, form: str, calls: int) -> list[tuple[float, bool]]:
+def burst(
+    n8n: N8nInstance, path: str, form: str, calls: int, scope: str
+) -> list[tuple[float, bool]]:
     hold = PLAIN_HOLD_MS if form == "plain" else GUARD_HOLD_MS
-    scope = f"overlap-{uuid.uuid4().hex[:10]}"
     with ThreadPoolExecutor(calls) as pool:
         return list(pool.map(lambda _: call(n8n, path, {"scope": scope, "hold_ms": hold}),
                              range(calls)))  # fmt: skip
@@ -92,7 +96,9 @@ def burst(n8n: N8nInstance, path: str, form: str, calls: int) -> list[tuple[floa
 def measure(version: str, rounds: int, calls: int) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     started = time.monotonic()
-    results: dict[str, dict[str, list[Any]]] = {f: {"bodies": [], "answers": []} for f in FORMS}
+    results: dict[str, dict[str, list[Any]]] = {
+        f: {"bodies": [], "answers": [], "after": []} for f in FORMS
+    }
     with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
         os.environ["N8N_API_KEY"] = n8n.api_key
         paths = install(Path(tmp) / "ws", n8n)
@@ -101,9 +107,13 @@ def measure(version: str, rounds: int, calls: int) -> dict[str, Any]:
             order = list(FORMS)
             random.shuffle(order)
             for form in order:
-                answers = burst(n8n, paths[form], form, calls)
+                scope = f"overlap-{uuid.uuid4().hex[:10]}"
+                answers = burst(n8n, paths[form], form, calls, scope)
                 if index == 0:
                     continue  # warm-up
+                if form in AFTER_FORMS:  # every caller of the burst has answered
+                    body = {"scope": scope, "hold_ms": PLAIN_HOLD_MS}
+                    results[form]["after"].append(call(n8n, paths[form], body)[0])
                 ran = [s for s, skipped in answers if not skipped]
                 away = [s for s, skipped in answers if skipped]
                 results[form]["bodies"].append(len(ran))
@@ -180,8 +190,9 @@ def table(result: dict[str, Any]) -> list[str]:
         f"n8n {result['n8n']}, {result['rounds']} bursts of {result['calls']} simultaneous calls "
         "per form",
         "",
-        "| form | bodies per burst (expected) | answers timed | median | p90 | max |",
-        "|---|---|---|---|---|---|",
+        "| form | bodies per burst (expected) | answers timed | median | p90 | max "
+        "| next call after the burst: median / max |",
+        "|---|---|---|---|---|---|---|",
     ]
     for form, figures in result["forms"].items():
         answers: list[float] = figures["answers"]
@@ -192,6 +203,8 @@ def table(result: dict[str, Any]) -> list[str]:
              f"{max(answers):.2f} s"]
             if answers else ["–", "–", "–"]
         )  # fmt: skip
+        after: list[float] = figures.get("after") or []
+        cells.append(f"{statistics.median(after):.2f} s / {max(after):.2f} s" if after else "–")
         bodies = ",".join(str(b) for b in figures["bodies"])
         lines.append(f"| {form} | {bodies} ({expected}) | {timed} | " + " | ".join(cells) + " |")
     return lines

@@ -27,6 +27,7 @@ from tests.e2e.test_lock_engine import (
     engine_workflow,
     install,
     most_at_once,
+    saved_runs,
     spans,
     starts,
 )
@@ -86,6 +87,22 @@ def test_skip_runs_one_of_ten_simultaneous_calls_and_answers_the_others_at_once(
     assert stat(lockbed, "skipped", scope) == CALLS - 1
     # The skipped callers left the line: the next call runs at once.
     assert not skipped([call(lockbed, skip, scope, 99)])
+
+
+def test_the_first_call_after_a_burst_passes_the_skipped_tickets_in_a_write_or_two(
+    lockbed: LockBed, skip: str, scope: str
+) -> None:
+    """After a burst, the nine skipped callers' tickets lie between the last ticket out and the
+    next arrival, each marked gone. The next arrival used to skip them one look (a read and a
+    write) at a time; it now skips each run of marked tickets a look read in one write."""
+    calls = burst(lockbed, skip, scope)
+    assert len(skipped(calls)) == CALLS - 1, [c.body for c in calls]
+    after = call(lockbed, skip, scope, 99)
+    assert after.status == 200 and not skipped([after]), after.body
+    runs = saved_runs(lockbed, skip, scope, CALLS + 1)[99]
+    skips, reads = len(runs.get("Lock Skip Head", [])), len(runs.get("Lock Read Line", []))
+    assert skips <= 2 and reads <= 3, f"{skips} skip writes and {reads} reads for 9 marked tickets"
+    assert len(spans(lockbed, scope)) == 2
 
 
 def test_skip_answers_with_the_holders_execution(lockbed: LockBed, skip: str, scope: str) -> None:

@@ -158,15 +158,25 @@ const releasedHead = quiet && meta !== null && meta !== undefined && meta.releas
 out.released_head = releasedHead;
 const leftHead = releasedHead && before && before.head === head && before.released_head === true;
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= __SKIP_GRACE_MS__;
-const skipHead = () => ({
+const skipHead = (last) => ({
   // The next head is watched from a later look of its own, never from this one's watch.
-  ...out, head: head + N, quiet_since: null, state: 'skip',
+  ...out, head: last + N, quiet_since: null, state: 'skip',
   skip: [
     { key: `${ctx.base}:gone:${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
-    { key: `${ctx.base}:served:${look.lane}`, type: 'string', value: String(head), ttl: 0 },
+    { key: `${ctx.base}:served:${look.lane}`, type: 'string', value: String(last), ttl: 0 },
   ],
 });
-if (markedHead || leftHead || graceOver) return skipHead();
+// A marked head goes with the marked tickets right behind it that this look read and that do
+// not hold: after a burst of skipped callers, the next arrival passes them all in one write,
+// not one look each. Each is skipped as it would be as the head (its mark is there, its
+// ticket before it does not hold), and one that writes its record late withdraws (verify.js).
+const markedRun = () => {
+  let last = head;
+  for (let k = head + N; k < t && known(k) && marks[k] !== undefined && marks[k] !== null && !active(k); k += N) last = k;
+  return last;
+};
+if (markedHead) return skipHead(markedRun());
+if (leftHead || graceOver) return skipHead(head);
 // The overlap policy (context.js). `error` (fail-fast): a marked head was skipped above; any
 // other head, or a ticket before mine that has not left yet, is busy.
 if (ctx.on_busy === 'error') {
@@ -188,7 +198,7 @@ if (ctx.on_busy === 'skip') {
   }
   const quietSince = left.length > 0 ? Math.min(...left) : null;
   const dead = !holding && !blocked && quietSince !== null && now - quietSince >= __SKIP_GRACE_MS__;
-  return dead ? skipHead() : skipped();
+  return dead ? skipHead(head) : skipped();
 }
 if (ctx.on_busy === 'buffer-one') {
   // Wait only when no ticket between the head and mine (in my lane) still waits: one that has

@@ -59,7 +59,10 @@ const window = guess - N >= 1 ? [guess - N] : [];
 // A buffer-one caller reads every ticket between the head and its own (up to a bound): it
 // waits only when none of them still waits. A skip caller reads the head and the first
 // tickets after it: their marks are the oldest, which tell whether the head died.
-const reach = ctx.on_busy === 'buffer-one' ? __BUFFER_WINDOW__ : ctx.on_busy === 'skip' ? __SKIP_WINDOW__ : __LOOK_WINDOW__;
+// The look after a skip reads further: the marked tickets a burst of skipped callers left go in
+// one write when one look read them all (decide.js).
+const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip') ? __BUFFER_WINDOW__
+  : ctx.on_busy === 'skip' ? __SKIP_WINDOW__ : __LOOK_WINDOW__;
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 return {
   ticket, lane, guess, fast, window,
