@@ -32,7 +32,7 @@ A refused call answers `retry_after_ms`: when it would fit if nothing new arrive
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,8 +75,11 @@ CLAIM_EACH = {
     **nodekit.INCR_EACH,
     "key": "={{ $json.key || ($json.prefix + Math.floor(Date.now() / $json.bucket_ms)) }}",
 }
-# Read a sliding limit's hash or a fixed limit's counter, by the item's `type`.
-READ_EACH = {**nodekit.GET_EACH, "keyType": "={{ $json.type }}"}
+# Read a sliding limit's hash or a fixed limit's counter, by the item's `type` (a constant when
+# every limit of the chain has the same algorithm: each expression costs ~0.6 ms per item).
+READ_EACH: dict[str, Any] = {**nodekit.GET_EACH, "keyType": "={{ $json.type }}"}
+# Write slots: always a hash, always with its TTL.
+COMMIT_EACH = {**nodekit.SET_EACH, "keyType": "hash", "expire": True, "ttl": "={{ $json.ttl }}"}
 DENIAL = (
     "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
     "window, limit {{ $json.limit }}"
@@ -129,21 +132,44 @@ def _state(*names: str) -> str:
 
 @dataclass(frozen=True)
 class Shape:
-    """Which nodes a chain needs, from its limits (all known when it is built)."""
+    """Which nodes a chain needs, from its limits (all known when it is built).
+
+    A Redis node runs once per item. A read and a write handle one item per limit, a claim
+    one per unit of cost: with one limit (and a cost of 1) that is one item, which the Redis
+    node takes from the decision's list itself, without a Split Out in front (one node fewer
+    on the canvas and on the path of every call)."""
 
     slots: bool  # a sliding limit: its slots are written after the claims
     modes: tuple[str, ...]  # the refusing on_denied modes, in order
+    several: bool = False  # several limits: one read and one write item each
+    costly: bool = False  # a cost other than a literal 1 (or several limits): several claims
+    fixed: bool = False  # a fixed limit (with `slots`, both kinds: reads of either type)
+
+    @property
+    def read_type(self) -> str:
+        """Rate Limit Read's keyType: a hash (sliding), a string (fixed), or the item's."""
+        return (
+            "={{ $json.type }}"
+            if self.slots and self.fixed
+            else "hash"
+            if self.slots
+            else "string"
+        )
 
     @classmethod
     def runtime(cls) -> Shape:
-        """For limits whose algorithm and `on_denied` (passthrough or wait) are expressions:
-        every node either may need."""
-        return cls(True, ("passthrough",))
+        """For one limit whose algorithm, cost and `on_denied` (passthrough or wait) are
+        expressions: every node each may need."""
+        return cls(True, ("passthrough",), several=False, costly=True, fixed=True)
 
     @classmethod
     def of(cls, limits: Sequence[RateInputs]) -> Shape:
         modes = tuple(dict.fromkeys(x.on_denied for x in limits if x.on_denied != "wait"))
-        return cls(any(limit.algorithm == "sliding" for limit in limits), modes)
+        several = len(limits) > 1
+        costly = several or any(str(limit.cost).strip() != "1" for limit in limits)
+        sliding = any(limit.algorithm == "sliding" for limit in limits)
+        fixed = any(limit.algorithm != "sliding" for limit in limits)
+        return cls(sliding, modes, several, costly, fixed)
 
 
 def check(
@@ -207,36 +233,31 @@ def check(
     g.chain(context, valid)
     g.connect(valid, 1, refused)
     script("rate-look", look, "look")
-    read_items = g.add(split_out(key, "rate-read-items", n("Rate Limit Read Items"),
-                                 at("rate-read-items"), "read"))  # fmt: skip
-    read = g.add(nodekit.redis(key, "rate-read", n("Rate Limit Read"), at("rate-read"),
-                               READ_EACH, False))  # fmt: skip
+    read_each = {**READ_EACH, "keyType": shape.read_type}
+    reading = _items(g, key, "rate-read", (n, "Rate Limit Read"), at, "read", read_each,
+                     split=shape.several)  # fmt: skip
     script("rate-check", check_, "check")
     take = test("rate-take", n("Rate Limit Take?"), _state("take"))
-    claim_items = g.add(split_out(key, "rate-claim-items", n("Rate Limit Claim Items"),
-                                  at("rate-claim-items"), "claims"))  # fmt: skip
-    g.add(nodekit.redis(key, "rate-claim", claim, at("rate-claim"), CLAIM_EACH, False))
+    claiming = _items(g, key, "rate-claim", (n, "Rate Limit Claim"), at, "claims", CLAIM_EACH,
+                      split=shape.costly)  # fmt: skip
     script("rate-verdict", verdict, "verdict")
     script("rate-outcome", outcome, "outcome")
     test("rate-allowed", allowed, _state("allow"))
-    g.chain(valid, look, read_items, read, check_, take, claim_items, claim, verdict)
+    g.chain(valid, look, *reading, check_, take, *claiming, verdict)
     g.exits["allowed"] = [(allowed, 0)]
     wait = test("rate-wait", n("Rate Limit Wait?"), _state("sleep", "retry"))
     if shape.slots:
-        commit_test, items, commit = (
-            n("Rate Limit Commit?"), n("Rate Limit Commit Items"), n("Rate Limit Commit"),
-        )  # fmt: skip
+        commit_test = n("Rate Limit Commit?")
         test("rate-commit-test", commit_test, "$json.commit.length > 0")
-        g.add(split_out(key, "rate-commit-items", items, at("rate-commit-items"), "commit"))
-        g.add(nodekit.redis(key, "rate-commit", commit, at("rate-commit"), nodekit.SET_EACH,
-                            False))  # fmt: skip
-        g.chain(verdict, commit_test, items, commit, outcome, allowed)
+        committing = _items(g, key, "rate-commit", (n, "Rate Limit Commit"), at, "commit",
+                            COMMIT_EACH, split=shape.several)  # fmt: skip
+        g.chain(verdict, commit_test, *committing, outcome, allowed)
         g.connect(commit_test, 1, outcome)
         # Not let in yet: a call late at its last look writes its slots again (Rate Limit
         # Outcome hands on the items to write).
         restamp = test("rate-restamp", n("Rate Limit Restamp?"), _state("restamp"))
         g.connect(allowed, 1, restamp)
-        g.connect(restamp, 0, items)
+        g.connect(restamp, 0, committing[0])
         g.connect(restamp, 1, wait)
     else:
         g.chain(verdict, outcome, allowed)
@@ -267,24 +288,30 @@ def check(
 
 
 # Where each node of the chain sits: the path of an allowed call along the top row, the rest
-# (sleeping, looking again, refusals) in the row below; `rate-denied` is where the refusals
-# begin (a second on_denied mode takes a row more).
+# (sleeping, looking again, refusals) in the row below, from under Rate Limit Look on; Rate
+# Limit Restamp? sits under Rate Limit Allowed?. `rate-denied` is where the refusals begin (a
+# second on_denied mode takes a row more).
 _TOP = (
     "rate-context", "rate-input-valid", "rate-look", "rate-read-items", "rate-read", "rate-check",
     "rate-take", "rate-claim-items", "rate-claim", "rate-verdict", "rate-commit-test",
     "rate-commit-items", "rate-commit", "rate-outcome", "rate-allowed",
 )  # fmt: skip
-_BELOW = {
-    "rate-input-refused": 2, "rate-wait": 4, "rate-sleep": 5, "rate-woken": 6, "rate-go": 7,
-    "rate-give-up": 8, "rate-too-long": 9, "rate-denied": 10, "rate-restamp": 14,
-}  # fmt: skip
+_BELOW = (
+    "rate-input-refused", "rate-wait", "rate-sleep", "rate-woken", "rate-go", "rate-give-up",
+    "rate-too-long", "rate-denied",
+)  # fmt: skip
 _SLOTS_ONLY = frozenset({"rate-commit-test", "rate-commit-items", "rate-commit", "rate-restamp"})
 
 
 def _cells(shape: Shape) -> dict[str, tuple[int, int]]:
-    top = [role for role in _TOP if shape.slots or role not in _SLOTS_ONLY]
+    unsplit = {"rate-read-items", "rate-commit-items"} if not shape.several else set()
+    if not shape.costly:
+        unsplit.add("rate-claim-items")
+    top = [r for r in _TOP if (shape.slots or r not in _SLOTS_ONLY) and r not in unsplit]
     cells = {role: (column, 0) for column, role in enumerate(top)}
-    cells.update({role: (column, 1) for role, column in _BELOW.items()})
+    below = cells["rate-look"][0]
+    cells.update({role: (below + column, 1) for column, role in enumerate(_BELOW)})
+    cells["rate-restamp"] = (cells["rate-allowed"][0], 1)
     return cells
 
 
@@ -299,6 +326,35 @@ _TUNING = {
     "POOL": POOL,
     "RESTAMP_MS": RESTAMP_MS,
 }
+
+
+def _items(
+    g: Group,
+    key: str,
+    role: str,
+    named: tuple[Names, str],
+    at: Callable[[str], list[int]],
+    field: str,
+    each: dict[str, Any],
+    *,
+    split: bool,
+) -> list[str]:
+    """A Redis node that runs once per entry of the decision's list `field`: behind a Split
+    Out (`split`), or once, on the list's only entry. `named`: the chain's names and the node's base
+    name. The nodes' names, first to last."""
+    names, base = named
+    name = names(base)
+    if split:
+        items = g.add(split_out(key, f"{role}-items", names(f"{base} Items"),
+                                at(f"{role}-items"), field))  # fmt: skip
+        return [items, g.add(nodekit.redis(key, role, name, at(role), each, False))]
+    only = {k: _first(v, field) for k, v in each.items()}
+    return [g.add(nodekit.redis(key, role, name, at(role), only, True))]
+
+
+def _first(value: Any, field: str) -> Any:
+    """An `*_EACH` parameter on the first entry of the item's list `field` instead of the item."""
+    return value.replace("$json.", f"$json.{field}[0].") if isinstance(value, str) else value
 
 
 def _stop(key: str, role: str, name: str, position: list[int], message: str) -> nodekit.Node:
