@@ -2,13 +2,15 @@
 one run (issue 20). Not a test.
 
     .venv/bin/python -m bench.floor_bench [--versions 2.41.1] [--runs 40] [--baseline REF]
-        [-o figures.json] [--results bench/results]
+        [--form lock|rate-limit] [-o figures.json] [--results bench/results]
 
 Per n8n version, one test bed at n8n's default settings (execution data saved), one Redis:
 - plain: Webhook → Wait (10 ms) → Set, answering with the last node;
 - floor: Webhook → Redis INCR → Redis GET → Redis SET → Wait → Set: three single-item Redis
   node executions on one key derived from the body's scope (no TTL: "bare");
-- lock: plain wrapped by this checkout's `add-lock-to-workflow` on `={{ $json.body.scope }}`;
+- lock: plain wrapped by this checkout's `add-lock-to-workflow` on `={{ $json.body.scope }}`
+  (with `--form rate-limit`: by `add-rate-limit` on that scope, a sliding limit too high to
+  refuse, so that the table says what an allowed check costs; the report calls it "rate limit");
 - baseline (with `--baseline REF`): plain wrapped by REF's own n8nlock, in a workspace of its own.
 Every workflow is called uncontended in shuffled rounds: each round calls every workflow once per
 scope mode ("repeated": one scope per workflow for every call; "new": a fresh uuid scope per
@@ -132,26 +134,37 @@ class Target:
     root: Path
 
 
-def wrapped(root: Path, key: str, run: Run) -> None:
-    """The plain workflow as `key`, wrapped by `run`'s n8nlock, pushed and active."""
+# What --form wraps the plain workflow with (bench.designs.wrap_args: the lock).
+FORMS: dict[str, Callable[[str], list[str]]] = {
+    "lock": wrap_args,
+    "rate-limit": lambda key: [
+        "add-rate-limit", "--workflow-key", key, "--scope-expression", "={{ $json.body.scope }}",
+        "--limit", "1000000", "--window-seconds", "60",
+    ],
+}  # fmt: skip
+
+
+def wrapped(root: Path, key: str, run: Run, form: str = "lock") -> None:
+    """The plain workflow as `key`, wrapped by `run`'s n8nlock (the lock, or another
+    `FORMS` entry), pushed and active."""
     write_template(root, plain_workflow(key))
-    run(root, *wrap_args(key))
+    run(root, *FORMS[form](key))
 
 
-def deploy(n8n: N8nInstance, tmp: Path, baseline: str | None) -> list[Target]:
+def deploy(n8n: N8nInstance, tmp: Path, baseline: str | None, form: str = "lock") -> list[Target]:
     """plain, floor and lock in this checkout's workspace; baseline in REF's own."""
     root = tmp / "main"
     prepare(root, n8n, cli)
     write_template(root, plain_workflow(KEYS[PLAIN]))
     write_template(root, floor_workflow(KEYS[FLOOR]))
-    wrapped(root, KEYS[LOCK], cli)
+    wrapped(root, KEYS[LOCK], cli, form)
     cli(root, "push", "--env", "bench", "--activate")
     targets = [Target(label, KEYS[label], root) for label in (PLAIN, FLOOR, LOCK)]
     if baseline:
         run = tree_cli(checkout(baseline, tmp / "baseline-tree"))
         other = tmp / "baseline"
         prepare(other, n8n, run)
-        wrapped(other, KEYS[BASELINE], run)
+        wrapped(other, KEYS[BASELINE], run, form)
         run(other, "push", "--env", "bench", "--activate")
         targets.append(Target(BASELINE, KEYS[BASELINE], other))
     return targets
@@ -360,7 +373,7 @@ def bench_version(version: str, args: argparse.Namespace, tree: str) -> Figures:
     started = time.monotonic()
     with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
         os.environ["N8N_API_KEY"] = n8n.api_key
-        targets = deploy(n8n, Path(tmp), args.baseline)
+        targets = deploy(n8n, Path(tmp), args.baseline, args.form)
         token = uuid.uuid4().hex[:8]
         progress(f"n8n {version}: {args.runs} shuffled rounds (+{WARM_UP} to warm up)")
         measured, load_before = time.monotonic(), os.getloadavg()[0]
@@ -398,11 +411,16 @@ def names(args: argparse.Namespace) -> dict[str, str]:
     base = {
         PLAIN: "plain (Webhook → Wait 10 ms → Set)",
         FLOOR: "floor (+ Redis INCR, GET, SET)",
-        LOCK: "lock (this checkout)",
+        LOCK: f"{what(args)} (this checkout)",
     }
     if args.baseline:
-        base[BASELINE] = f"lock ({args.baseline})"
+        base[BASELINE] = f"{what(args)} ({args.baseline})"
     return base
+
+
+def what(args: argparse.Namespace) -> str:
+    """What the report calls the wrapped workflow: lock, or rate limit."""
+    return str(args.form).replace("-", " ")
 
 
 def latency_table(result: Figures, args: argparse.Namespace) -> list[str]:
@@ -420,7 +438,7 @@ def latency_table(result: Figures, args: argparse.Namespace) -> list[str]:
 
 def ratio_table(result: Figures, args: argparse.Namespace) -> list[str]:
     lines = [
-        f"| added(lock) / added(floor), n8n {result['n8n']} | target | "
+        f"| added({what(args)}) / added(floor), n8n {result['n8n']} | target | "
         + " | ".join(f"{mode} scope (90 % interval)" for mode in MODES)
         + " |",
         "|---|---|" + "---|" * len(MODES),
@@ -441,7 +459,7 @@ def ratio_table(result: Figures, args: argparse.Namespace) -> list[str]:
 def columns(result: Figures, args: argparse.Namespace) -> list[tuple[str, Figures]]:
     """(heading, execution figures) for the lock(s) and the floor in both scope modes."""
     labels = [LOCK, *([BASELINE] if args.baseline else []), FLOOR]
-    short = {LOCK: "lock", BASELINE: f"lock {args.baseline}", FLOOR: "floor"}
+    short = {LOCK: what(args), BASELINE: f"{what(args)} {args.baseline}", FLOOR: "floor"}
     saved = result["executions"]
     return [
         (f"{short[label]}, {mode}", saved[mode][label])
@@ -518,7 +536,7 @@ def intro(result: Figures, args: argparse.Namespace) -> str:
     today = datetime.date.today().isoformat()
     before, after = result["load_average_1min"]
     baseline = (
-        f"; lock ({args.baseline}): the same plain workflow wrapped by n8nlock at "
+        f"; {what(args)} ({args.baseline}): the same plain workflow wrapped by n8nlock at "
         f"{args.baseline}, in a workspace of its own"
         if args.baseline
         else ""
@@ -529,9 +547,9 @@ def intro(result: Figures, args: argparse.Namespace) -> str:
         f"rounds after {WARM_UP} to warm up, each calling every workflow once per scope mode "
         '("repeated": one scope per workflow; "new": a fresh uuid scope per call), uncontended. '
         "Added: median minus plain's median in the same mode. The ratio's interval: 5th–95th "
-        f"percentile over {BOOTSTRAP} resamples of the rounds. lock: the plain workflow "
-        f"wrapped by this checkout ({result['tree']}) with `add-lock-to-workflow "
-        "--scope-expression '={{ $json.body.scope }}' --ttl-seconds 60 --max-wait-seconds 600`"
+        f"percentile over {BOOTSTRAP} resamples of the rounds. {what(args)}: the plain "
+        f"workflow wrapped by this checkout ({result['tree']}) with "
+        f"`{' '.join(FORMS[args.form]('KEY')[:1] + FORMS[args.form]('KEY')[3:])}`"
         f"{baseline}. Node figures from the saved executions of the counted calls "
         "(runData executionTime, medians); (×n): the items a Redis node handled, each at least "
         f"one round trip to Redis. The calls took {result['calls_seconds']:.0f} s (1-minute load "
@@ -568,6 +586,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--baseline", help="git ref whose n8nlock also wraps the plain workflow, side by side"
     )
+    parser.add_argument(
+        "--form", choices=sorted(FORMS), default="lock", help="what wraps the plain workflow"
+    )
     parser.add_argument("-o", "--output", type=Path, help="also write every figure to this JSON")
     parser.add_argument(
         "--results", type=Path, default=RESULTS, help="where floor_bench-<version>.md goes"
@@ -597,7 +618,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         result = bench_version(version, args, tree)
         results.append(result)
         show(result, args)
-        path = args.results / f"floor_bench-{version}.md"
+        suffix = "" if args.form == "lock" else f"-{args.form}"
+        path = args.results / f"floor_bench-{version}{suffix}.md"
         path.write_text(report(result, args, argv))
         progress(f"wrote {path}")
     if args.output:
