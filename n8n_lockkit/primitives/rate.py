@@ -149,11 +149,7 @@ class Shape:
     def read_type(self) -> str:
         """Rate Limit Read's keyType: a hash (sliding), a string (fixed), or the item's."""
         return (
-            "={{ $json.type }}"
-            if self.slots and self.fixed
-            else "hash"
-            if self.slots
-            else "string"
+            "={{ $json.type }}" if self.slots and self.fixed else "hash" if self.slots else "string"
         )
 
     @classmethod
@@ -204,9 +200,7 @@ def check(
         n("Rate Limit Context"), n("Rate Limit Look"), n("Rate Limit Check"),
         n("Rate Limit Verdict"),
     )  # fmt: skip
-    claim, outcome, allowed = (
-        n("Rate Limit Claim"), n("Rate Limit Outcome"), n("Rate Limit Allowed?"),
-    )  # fmt: skip
+    claim, outcome, route = n("Rate Limit Claim"), n("Rate Limit Outcome"), n("Rate Limit Route")
     tokens = {
         "__CONTEXT__": f"{ref(context)}.first().json",
         "__LOOK__": f"{ref(look)}.first().json",
@@ -242,26 +236,32 @@ def check(
                       split=shape.costly)  # fmt: skip
     script("rate-verdict", verdict, "verdict")
     script("rate-outcome", outcome, "outcome")
-    test("rate-allowed", allowed, _state("allow"))
+    # One Switch routes every answer but `take` by its state (one expression, where a row of
+    # If nodes took one each): go, sleep (or pause and look again), fail past the max wait, be
+    # refused, or write its slots again (a call late at its last look).
+    outputs = _ROUTES if shape.slots else _ROUTES[:-1]
+    index = ", ".join(f"{state}: {i}" for i, states in enumerate(outputs) for state in states)
+    g.add(
+        nodekit.node(
+            key, "rate-route", route, "n8n-nodes-base.switch", 3.2, at("rate-route"),
+            {"mode": "expression", "numberOutputs": len(outputs),
+             "output": f"={{{{ ({{ {index} }})[$json.state] ?? {_REFUSED} }}}}"},
+            executeOnce=True, **nodekit.RETRY,
+        )
+    )  # fmt: skip
     g.chain(valid, look, *reading, check_, take, *claiming, verdict)
-    g.exits["allowed"] = [(allowed, 0)]
-    wait = test("rate-wait", n("Rate Limit Wait?"), _state("sleep", "retry"))
+    g.exits["allowed"] = [(route, 0)]
     if shape.slots:
         commit_test = n("Rate Limit Commit?")
         test("rate-commit-test", commit_test, "$json.commit.length > 0")
         committing = _items(g, key, "rate-commit", (n, "Rate Limit Commit"), at, "commit",
                             COMMIT_EACH, split=shape.several)  # fmt: skip
-        g.chain(verdict, commit_test, *committing, outcome, allowed)
+        g.chain(verdict, commit_test, *committing, outcome, route)
         g.connect(commit_test, 1, outcome)
-        # Not let in yet: a call late at its last look writes its slots again (Rate Limit
-        # Outcome hands on the items to write).
-        restamp = test("rate-restamp", n("Rate Limit Restamp?"), _state("restamp"))
-        g.connect(allowed, 1, restamp)
-        g.connect(restamp, 0, committing[0])
-        g.connect(restamp, 1, wait)
+        # Rate Limit Outcome hands on the items to write again.
+        g.connect(route, len(outputs) - 1, committing[0])
     else:
-        g.chain(verdict, outcome, allowed)
-        g.connect(allowed, 1, wait)
+        g.chain(verdict, outcome, route)
     sleep, go = n("Rate Limit Sleep"), n("Rate Limit Go?")
     g.add(
         nodekit.node(
@@ -272,35 +272,37 @@ def check(
     )  # fmt: skip
     woken = script("rate-woken", n("Rate Limit Woken"), "woken")
     test("rate-go", go, _state("allow"))
-    g.connect(take, 1, wait)
-    g.chain(wait, sleep, woken, go)
+    g.connect(take, 1, route)
+    g.connect(route, 1, sleep)
+    g.chain(sleep, woken, go)
     g.connect(go, 1, look)
     g.exits["allowed"].append((go, 0))
-    give_up = test("rate-give-up", n("Rate Limit Give Up?"), _state("fail"))
     too_long = g.add(_stop(key, "rate-too-long", n("Rate Limit Waited Too Long"),
                            at("rate-too-long"), "$json.message"))  # fmt: skip
-    g.connect(wait, 1, give_up)
-    g.connect(give_up, 0, too_long)
+    g.connect(route, 2, too_long)
     column, row = cells["rate-denied"]
     denied_at = (origin[0] + column * STEP, origin[1] + row * ROW)
-    _refusals(g, key, shape, [(give_up, 1)], names, denied_at)
+    _refusals(g, key, shape, [(route, _REFUSED)], names, denied_at)
     return g
 
 
-# Where each node of the chain sits: the path of an allowed call along the top row, the rest
-# (sleeping, looking again, refusals) in the row below, from under Rate Limit Look on; Rate
-# Limit Restamp? sits under Rate Limit Allowed?. `rate-denied` is where the refusals begin (a
-# second on_denied mode takes a row more).
+# Rate Limit Route's outputs, by the states each takes; anything else (`deny`) is refused.
+_ROUTES: tuple[tuple[str, ...], ...] = (("allow",), ("sleep", "retry"), ("fail",), (), ("restamp",))
+_REFUSED = 3
+
+
+# Where each node of the chain sits: the path of an allowed call along the top row, ending at
+# Rate Limit Route; the rest in the row below: an input refused under Rate Limit Look, then
+# sleeping and looking again, and towards Route failing and the refusals (`rate-denied` is
+# where they begin; a second on_denied mode takes a row more). Nothing sits under Route or the
+# column before it: the editor draws a node with five outputs taller than a row, its label lower.
 _TOP = (
     "rate-context", "rate-input-valid", "rate-look", "rate-read-items", "rate-read", "rate-check",
     "rate-take", "rate-claim-items", "rate-claim", "rate-verdict", "rate-commit-test",
-    "rate-commit-items", "rate-commit", "rate-outcome", "rate-allowed",
+    "rate-commit-items", "rate-commit", "rate-outcome", "rate-route",
 )  # fmt: skip
-_BELOW = (
-    "rate-input-refused", "rate-wait", "rate-sleep", "rate-woken", "rate-go", "rate-give-up",
-    "rate-too-long", "rate-denied",
-)  # fmt: skip
-_SLOTS_ONLY = frozenset({"rate-commit-test", "rate-commit-items", "rate-commit", "rate-restamp"})
+_WAITING = ("rate-sleep", "rate-woken", "rate-go")
+_SLOTS_ONLY = frozenset({"rate-commit-test", "rate-commit-items", "rate-commit"})
 
 
 def _cells(shape: Shape) -> dict[str, tuple[int, int]]:
@@ -309,9 +311,14 @@ def _cells(shape: Shape) -> dict[str, tuple[int, int]]:
         unsplit.add("rate-claim-items")
     top = [r for r in _TOP if (shape.slots or r not in _SLOTS_ONLY) and r not in unsplit]
     cells = {role: (column, 0) for column, role in enumerate(top)}
-    below = cells["rate-look"][0]
-    cells.update({role: (below + column, 1) for column, role in enumerate(_BELOW)})
-    cells["rate-restamp"] = (cells["rate-allowed"][0], 1)
+    look, route = cells["rate-look"][0], cells["rate-route"][0]
+    cells["rate-input-refused"] = (look, 1)
+    cells.update({role: (look + 1 + k, 1) for k, role in enumerate(_WAITING)})
+    # The refusals: with several modes an If (at `rate-denied`) before each Denied node.
+    tests = 1 if len(shape.modes) > 1 else 0
+    denied = max(route - 2, look + len(_WAITING) + 2 + tests)
+    cells["rate-denied"] = (denied - 1, 1)
+    cells["rate-too-long"] = (denied - 1 - tests, 1)
     return cells
 
 

@@ -8,10 +8,10 @@ place.
 
 Shape, per entry T (rate limit first: it is cheap and must not queue on the lock):
 
-    T → Rate Limit → Rate Limit Allowed? ─true→ Rate Limit Restore Items ─┬→ Lock Context → …
-                                        └false→ Rate Limit Denied          │   (the engine's
-                                                                           │   acquire chain,
-        Lock Restore (Merge: input 1 = those items, input 2 = Lock Hold) ←─┘   drawn above)
+    T → Rate Limit Context → … → Rate Limit Route ─allow→ Rate Limit Restore ─┬→ Lock Context → …
+                                                  └deny→ Rate Limit Denied     │   (the engine's
+                                                                               │   acquire chain,
+        Lock Restore (Merge: input 1 = those items, input 2 = Lock Hold) ←────┘   drawn above)
         → (the body, as before)
     every end of the body, and each Lock Restore → Lock Join → Lock Release Once?
         → Lock Release Verdict → … → Lock Release → Lock Output
