@@ -120,8 +120,9 @@ def table(shots: Sequence[Shot], version: str) -> list[str]:
         )
     lines += [
         "",
-        "Bounding box: every node as a 100 × 100 box at its position, and every sticky note, "
-        "from the workflow JSON. Zoom: the editor's scale after key 1 (zoom to fit).",
+        "Bounding box: every node as a 100 × 100 box at its position (32 px taller per input or "
+        "output beyond two), and every sticky note, from the workflow JSON. Zoom: the editor's "
+        "scale after key 1 (zoom to fit).",
     ]
     return lines
 

@@ -1,9 +1,10 @@
 """Where a workflow's nodes and sticky notes sit on n8n's canvas, from the workflow JSON alone.
 
 n8n stores a node's top-left corner in `position`; the editor draws a node as a box of about
-100 × 100 px there, and a sticky note (`n8n-nodes-base.stickyNote`) as a `width` × `height`
-rectangle behind the nodes. The same `Box` also holds rectangles measured in a browser (the
-canvas test in tests/e2e/test_canvas.py), so both use the checks below.
+100 × 100 px there (taller with more than two inputs or outputs), and a sticky note
+(`n8n-nodes-base.stickyNote`) as a `width` × `height` rectangle behind the nodes. The same `Box`
+also holds rectangles measured in a browser (the canvas test in tests/e2e/test_canvas.py), so
+both use the checks below.
 
 Example:
     >>> wf = {"nodes": [
@@ -26,8 +27,13 @@ from typing import Any
 
 from n8n_lockkit.primitives.formats import role_of
 from n8n_lockkit.rewrite.graph import STICKY_NOTE as STICKY_NOTE
+from n8n_lockkit.rewrite.graph import output_count
 
 NODE_SIZE = 100.0  # the editor's node box; n8n 2.x draws 96 px inside a 16 px grid
+# n8n 2.41 draws a node with more than two main inputs or outputs (an error output counts) taller
+# by this much for each one beyond two: a Switch with five outputs is 192 px tall, a Merge of
+# three inputs 128 (measured in the editor).
+PORT_STEP = 32.0
 # n8n's defaults for a sticky note without width/height parameters.
 DEFAULT_NOTE_WIDTH = 240.0
 DEFAULT_NOTE_HEIGHT = 160.0
@@ -103,13 +109,33 @@ def _number(value: Any, default: float) -> float:
         return default
 
 
+def node_height(node: Mapping[str, Any]) -> float:
+    """How tall the editor draws the node: taller with each main input or output beyond two.
+
+    Example:
+        >>> node_height({"type": "n8n-nodes-base.switch", "typeVersion": 3.2,
+        ...              "parameters": {"mode": "expression", "numberOutputs": 5}})
+        196.0
+    """
+    ports = max(output_count(dict(node)), _input_count(node))
+    return NODE_SIZE + PORT_STEP * max(0, ports - 2)
+
+
+def _input_count(node: Mapping[str, Any]) -> int:
+    if node.get("type") != "n8n-nodes-base.merge":
+        return 1
+    parameters = node.get("parameters")
+    count = parameters.get("numberInputs", 2) if isinstance(parameters, dict) else 2
+    return count if isinstance(count, int) else 2
+
+
 def node_boxes(workflow: Workflow) -> dict[str, Box]:
     """The box of every node that is not a sticky note, by node name."""
     boxes = {}
     for node in _nodes(workflow):
         position = _position(node)
         if position is not None and not is_sticky(node):
-            boxes[str(node.get("name"))] = Box(*position, NODE_SIZE, NODE_SIZE)
+            boxes[str(node.get("name"))] = Box(*position, NODE_SIZE, node_height(node))
     return boxes
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from n8n_lockkit.primitives.formats import managed_notes, role_of
 from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.canvas_geometry import NODE_SIZE, STICKY_NOTE, Box, union
+from n8n_lockkit.rewrite.canvas_geometry import NODE_SIZE, STICKY_NOTE, Box, node_height, union
 from n8n_lockkit.rewrite.graph import Node, Workflow
 
 NOTE_SIDE = 30  # a note's margin left and right of its nodes
@@ -43,15 +43,14 @@ _NOTE_IDS = uuid.UUID("5c3a91e2-0b7d-4f4e-a1c6-8d2e7b9f0a13")
 
 
 def extent(nodes: Iterable[Node]) -> Box:
-    """The rectangle the nodes' boxes cover."""
-    found = union(Box(float(x), float(y), NODE_SIZE, NODE_SIZE) for x, y in _positions(nodes))
+    """The rectangle the nodes' boxes cover (a node with many inputs or outputs is taller)."""
+    found = union(
+        Box(float(n["position"][0]), float(n["position"][1]), NODE_SIZE, node_height(n))
+        for n in nodes
+    )
     if found is None:
         raise ValueError("no nodes")
     return found
-
-
-def _positions(nodes: Iterable[Node]) -> Iterable[tuple[int, int]]:
-    return ((n["position"][0], n["position"][1]) for n in nodes)
 
 
 def frame_box(around: Box) -> Box:

@@ -31,6 +31,26 @@ def test_a_node_is_a_100_px_box_at_its_position_and_a_note_has_its_own_size() ->
     assert note_boxes(workflow) == {"N": Box(-20, -40, 400, 300)}
 
 
+def test_a_switch_with_five_outputs_reaches_into_the_row_below_it() -> None:
+    """n8n 2.41's editor draws a node 32 px taller for each main output (or input) beyond two:
+    a Switch with five outputs over a node one 150 px row below overlaps it, which the
+    layout check saw only in a browser while every box was 100 px."""
+    route = node(
+        "Route", 0, 0, type="n8n-nodes-base.switch", typeVersion=3.2,
+        parameters={"mode": "expression", "numberOutputs": 5, "output": "={{ 0 }}"},
+    )  # fmt: skip
+    boxes = node_boxes({"nodes": [route, node("Denied", 0, 150)]})
+    assert boxes["Route"] == Box(0, 0, 100, 196)
+    assert overlaps(boxes) == [("Denied", "Route")]
+
+
+def test_a_merge_of_four_inputs_and_an_if_with_an_error_output_are_taller_too() -> None:
+    merge = node("Join", 0, 0, type="n8n-nodes-base.merge", parameters={"numberInputs": 4})
+    check = node("Check", 200, 0, type="n8n-nodes-base.if", onError="continueErrorOutput")
+    boxes = node_boxes({"nodes": [merge, check, node("Set", 400, 0)]})
+    assert [boxes[n].height for n in ("Join", "Check", "Set")] == [164, 132, 100]
+
+
 def test_a_note_without_a_size_takes_n8ns_default() -> None:
     assert note_boxes({"nodes": [sticky("N", 0, 0)]}) == {"N": Box(0, 0, 240, 160)}
 
