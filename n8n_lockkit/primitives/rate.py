@@ -16,7 +16,7 @@ algorithm and its waiting given at run time), so both count in one budget per sc
   W + margin apart. The margin covers the hop from the chain's last look at the clock to the
   body: at Rate Limit Outcome (Rate Limit Woken after a sleep) a call more than `GATE_MS` after
   its planned start does not go yet; it writes its slots again from now while nobody can have
-  claimed them (Restamp?), else they are spent and it looks again. A claim whose winner died
+  claimed them (Route: restamp), else they are spent and it looks again. A claim whose winner died
   before writing expires after `CLAIM_TTL_S`, when the slot can be won again; a winner that got
   that far only after `VOID_MS` writes nothing.
 - **fixed**: one counter per window, `n8n-ratelimit-<scope>-<floor(now / W)>` (the keys of the
@@ -183,9 +183,10 @@ def check(
     `shape`: which nodes to build, when the limits' algorithm or on_denied are expressions;
     `margin_ms`: how long after W a slot stays taken (the hop from the last check to the body).
 
-    Context → Input Valid? → Look → Read → Check → Take? → Claim → Verdict → (Commit) →
-    Outcome → Allowed?; a call not let in yet goes (Restamp? → Commit Items, with slots)
-    Wait? → Sleep → Woken → Go?, back to Look unless it may go.
+    Context → Input Valid? → Look → Read → Check → Take? → Claim → Verdict → (Commit? →
+    Commit) → Outcome → Route; Route sends a call on (allow), to Sleep → Woken → Go? and back
+    to Look unless it may go (sleep, retry), to Waited Too Long (fail), to the refusals (deny),
+    or to Commit again (restamp: late at its last look). Take? sends the rest to Route too.
     """
     shape = shape or Shape.of(limits)
     cells = _cells(shape)
