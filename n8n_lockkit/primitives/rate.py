@@ -149,7 +149,11 @@ class Shape:
     def read_type(self) -> str:
         """Rate Limit Read's keyType: a hash (sliding), a string (fixed), or the item's."""
         return (
-            "={{ $json.type }}" if self.slots and self.fixed else "hash" if self.slots else "string"
+            str(READ_EACH["keyType"])
+            if self.slots and self.fixed
+            else "hash"
+            if self.slots
+            else "string"
         )
 
     @classmethod

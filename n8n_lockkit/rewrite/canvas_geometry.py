@@ -27,7 +27,7 @@ from typing import Any
 
 from n8n_lockkit.primitives.formats import role_of
 from n8n_lockkit.rewrite.graph import STICKY_NOTE as STICKY_NOTE
-from n8n_lockkit.rewrite.graph import output_count
+from n8n_lockkit.rewrite.graph import input_count, output_count
 
 NODE_SIZE = 100.0  # the editor's node box; n8n 2.x draws 96 px inside a 16 px grid
 # n8n 2.41 draws a node with more than two main inputs or outputs (an error output counts) taller
@@ -117,16 +117,8 @@ def node_height(node: Mapping[str, Any]) -> float:
         ...              "parameters": {"mode": "expression", "numberOutputs": 5}})
         196.0
     """
-    ports = max(output_count(dict(node)), _input_count(node))
+    ports = max(output_count(dict(node)), input_count(dict(node)))
     return NODE_SIZE + PORT_STEP * max(0, ports - 2)
-
-
-def _input_count(node: Mapping[str, Any]) -> int:
-    if node.get("type") != "n8n-nodes-base.merge":
-        return 1
-    parameters = node.get("parameters")
-    count = parameters.get("numberInputs", 2) if isinstance(parameters, dict) else 2
-    return count if isinstance(count, int) else 2
 
 
 def node_boxes(workflow: Workflow) -> dict[str, Box]:

@@ -135,6 +135,14 @@ def output_count(node: Node) -> int:
     return count
 
 
+def input_count(node: Node) -> int:
+    """How many main inputs a node has: a Merge has `numberInputs` (2 unless set), others 1."""
+    if node.get("type") != "n8n-nodes-base.merge":
+        return 1
+    count = as_dict(node.get("parameters")).get("numberInputs", 2)
+    return count if isinstance(count, int) else 2
+
+
 def _switch_outputs(node: Node) -> int:
     parameters = as_dict(node.get("parameters"))
     version = node.get("typeVersion", 1)
