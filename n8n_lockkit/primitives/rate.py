@@ -273,6 +273,7 @@ def check(
             key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, at("rate-sleep"),
             {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
             webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
+            **nodekit.RETRY,
         )
     )  # fmt: skip
     woken = script("rate-woken", n("Rate Limit Woken"), "woken")

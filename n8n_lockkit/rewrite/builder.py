@@ -126,6 +126,7 @@ def join_once(
             2.2,
             [x + engine.STEP, y],
             if_parameters(b.key, f"!$({js_literal(release)}).isExecuted"),
+            **nodekit.RETRY,  # a stall that times out its expression fails the node (safety.md)
         ),
         placed=True,
     )

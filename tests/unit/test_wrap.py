@@ -493,3 +493,51 @@ def test_a_rate_limit_alone_adds_no_code_node() -> None:
     wrapped = wrap(load("code_heavy"), "code_heavy", None, (RATE, GLOBAL))
     added = [n for n in wrapped["nodes"] if str(n.get("notes", "")).startswith("n8nlock:")]
     assert added and not [n["name"] for n in added if n["type"] == "n8n-nodes-base.code"]
+
+
+def expressions_in(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith("=")
+    if isinstance(value, dict):
+        return any(expressions_in(v) for v in value.values())
+    if isinstance(value, list):
+        return any(expressions_in(v) for v in value)
+    return False
+
+
+# Nodes that must not run twice: a deliberate failure, and a call of a primitive (which would
+# draw a second ticket).
+RUN_ONCE_TYPES = {"n8n-nodes-base.stopAndError", "n8n-nodes-base.executeWorkflow"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "configs",
+    [
+        (LOCK, RATE),
+        (SUB, RATE),
+        (
+            dataclasses.replace(LOCK, on_busy="buffer-one", renew_before=(), lock_on_error=True),
+            None,
+        ),
+        (dataclasses.replace(LOCK, on_busy="skip", dedupe_window_seconds=60, dedupe_key="k"), None),
+    ],
+    ids=["lock+rate", "sub+rate", "buffer-one", "dedupe"],
+)
+def test_every_generated_expression_runs_again_when_a_stall_times_it_out(
+    name: str, configs: tuple[LockConfig | None, RateLimitConfig | None]
+) -> None:
+    """A CI run (f6d020a) answered one caller of the semaphore stall test with a 500: n8n 2.x
+    fails an expression that a stop of the process interrupts (N8N_EXPRESSION_ENGINE_TIMEOUT),
+    and Lock Release Once? was the one generated If without retries."""
+    wrapped = wrap(load(name), name, *configs)
+    own = {n["name"] for n in load(name)["nodes"]}
+    once = [
+        n["name"]
+        for n in wrapped["nodes"]
+        if n["name"] not in own
+        and n["type"] not in RUN_ONCE_TYPES
+        and expressions_in(n.get("parameters"))
+        and not n.get("retryOnFail")
+    ]
+    assert once == []
