@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import responses
@@ -88,3 +89,30 @@ def assert_golden(expected: Path, actual: str, update: bool) -> None:
     assert actual == expected.read_text(encoding="utf-8"), (
         f"{expected} differs; if the change is intended run pytest --update-goldens"
     )
+
+
+# Nodes that must not run twice: a deliberate failure, and a call of a primitive (which would
+# draw a second ticket).
+RUN_ONCE_TYPES = {"n8n-nodes-base.stopAndError", "n8n-nodes-base.executeWorkflow"}
+
+
+def _has_expression(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith("=")
+    if isinstance(value, dict):
+        return any(_has_expression(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_expression(v) for v in value)
+    return False
+
+
+def run_once_on_a_stall(nodes: list[dict[str, Any]]) -> list[str]:
+    """The nodes that evaluate an expression and would not run again if n8n timed it out
+    (N8N_EXPRESSION_ENGINE_TIMEOUT: a stall of the process inside it fails the node)."""
+    return [
+        n["name"]
+        for n in nodes
+        if n["type"] not in RUN_ONCE_TYPES
+        and _has_expression(n.get("parameters"))
+        and not n.get("retryOnFail")
+    ]

@@ -11,7 +11,7 @@ from n8n_lockkit.errors import TemplateError
 from n8n_lockkit.primitives import engine, formats
 from n8n_lockkit.primitives.catalogue import PRIMITIVES, Primitive
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
-from tests.conftest import assert_golden
+from tests.conftest import assert_golden, run_once_on_a_stall
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "golden"
 ALL = pytest.mark.parametrize("primitive", PRIMITIVES.values(), ids=list(PRIMITIVES))
@@ -88,6 +88,17 @@ def test_redis_nodes_use_the_env_credential_placeholders(primitive: Primitive) -
         assert node["retryOnFail"] is engine_made, node["name"]
         if engine_made:
             assert (node["maxTries"], node["waitBetweenTries"]) == (3, 0)
+
+
+@pytest.mark.parametrize(
+    "primitive", [p for k, p in PRIMITIVES.items() if k != "error_handler_lock_cleanup"], ids=str
+)
+def test_the_engine_primitives_run_every_expression_again_after_a_stall(
+    primitive: Primitive,
+) -> None:
+    """The error handler is the exception: it runs after a failure, and a cleanup that a
+    stall fails leaves the lock to its TTL (docs/safety.md)."""
+    assert run_once_on_a_stall(render_primitive(primitive)["nodes"]) == []
 
 
 def test_node_ids_differ_between_primitives() -> None:

@@ -13,7 +13,7 @@ from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite import graph
 from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
 from n8n_lockkit.rewrite.wrap import HANDLER_ID, LockConfig, RateLimitConfig, WrapError, wrap
-from tests.conftest import assert_golden
+from tests.conftest import assert_golden, run_once_on_a_stall
 
 CORPUS = Path(__file__).parent.parent / "corpus"
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "wrap"
@@ -495,21 +495,6 @@ def test_a_rate_limit_alone_adds_no_code_node() -> None:
     assert added and not [n["name"] for n in added if n["type"] == "n8n-nodes-base.code"]
 
 
-def expressions_in(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.startswith("=")
-    if isinstance(value, dict):
-        return any(expressions_in(v) for v in value.values())
-    if isinstance(value, list):
-        return any(expressions_in(v) for v in value)
-    return False
-
-
-# Nodes that must not run twice: a deliberate failure, and a call of a primitive (which would
-# draw a second ticket).
-RUN_ONCE_TYPES = {"n8n-nodes-base.stopAndError", "n8n-nodes-base.executeWorkflow"}
-
-
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
     "configs",
@@ -532,12 +517,4 @@ def test_every_generated_expression_runs_again_when_a_stall_times_it_out(
     and Lock Release Once? was the one generated If without retries."""
     wrapped = wrap(load(name), name, *configs)
     own = {n["name"] for n in load(name)["nodes"]}
-    once = [
-        n["name"]
-        for n in wrapped["nodes"]
-        if n["name"] not in own
-        and n["type"] not in RUN_ONCE_TYPES
-        and expressions_in(n.get("parameters"))
-        and not n.get("retryOnFail")
-    ]
-    assert once == []
+    assert run_once_on_a_stall([n for n in wrapped["nodes"] if n["name"] not in own]) == []
