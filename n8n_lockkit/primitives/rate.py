@@ -245,15 +245,7 @@ def check(
     # If nodes took one each): go, sleep (or pause and look again), fail past the max wait, be
     # refused, or write its slots again (a call late at its last look).
     outputs = _ROUTES if shape.slots else _ROUTES[:-1]
-    index = ", ".join(f"{state}: {i}" for i, states in enumerate(outputs) for state in states)
-    g.add(
-        nodekit.node(
-            key, "rate-route", route, "n8n-nodes-base.switch", 3.2, at("rate-route"),
-            {"mode": "expression", "numberOutputs": len(outputs),
-             "output": f"={{{{ ({{ {index} }})[$json.state] ?? {_REFUSED} }}}}"},
-            executeOnce=True, **nodekit.RETRY,
-        )
-    )  # fmt: skip
+    g.add(nodekit.switch_node(key, "rate-route", route, at("rate-route"), outputs, _REFUSED))
     g.chain(valid, look, *reading, check_, take, *claiming, verdict)
     g.exits["allowed"] = [(route, 0)]
     if shape.slots:
