@@ -46,6 +46,7 @@ from n8n_lockkit.primitives.nodekit import (
     script_expression,
     set_raw,
     split_out,
+    switch_node,
     value_js,
 )
 
@@ -53,26 +54,24 @@ STEP = 180  # the engine's grid: node boxes are 100 x 100, their labels sit belo
 ROW = 150
 # Where each node of a chain sits, by role: (column, row) in its block's grid. Row 0 is the
 # path an uncontended call takes, left to right; the slow paths (reading the line, waiting,
-# skipping a dead head, giving up, withdrawing) fold into the rows below. `Group.place` turns
-# cells into canvas positions.
+# skipping a dead head, giving up, withdrawing) fold into the rows below. Lock Route is drawn
+# about two rows tall (n8n: 32 px per output beyond two), so the cell under it stays empty.
+# `Group.place` turns cells into canvas positions.
 ACQUIRE_CELLS: dict[str, tuple[int, int]] = {
     "lock-context": (0, 0), "lock-input-valid": (1, 0), "lock-ticket-items": (2, 0),
-    "lock-take-ticket": (3, 0), "lock-look": (4, 0), "lock-skip-read": (5, 0),
-    "lock-decide": (7, 0), "lock-enter": (8, 0), "lock-hold-items": (9, 0), "lock-hold": (10, 0),
-    "lock-verify": (11, 0),
-    "lock-input-refused": (1, 1), "lock-read-items": (5, 1), "lock-read": (6, 1),
-    "lock-keep-waiting": (8, 1), "lock-sleep": (9, 1), "lock-check-skipped": (11, 1),
-    "lock-was-skipped": (12, 1),
-    "lock-skip-test": (8, 2), "lock-skip-items": (9, 2), "lock-skip": (10, 2),
-    "lock-withdraw": (0, 3), "lock-withdraw-items": (1, 3), "lock-withdrawn": (2, 3),
-    "lock-redraw": (3, 3),
-    "lock-requeue": (8, 3), "lock-leave": (9, 3), "lock-give-up-items": (10, 3),
-    "lock-count-give-up": (11, 3), "lock-refused": (12, 3),
+    "lock-take-ticket": (3, 0), "lock-decide": (4, 0), "lock-route": (5, 0),
+    "lock-hold-items": (6, 0), "lock-hold": (7, 0), "lock-verify": (8, 0),
+    "lock-input-refused": (1, 1), "lock-give-up-items": (2, 1), "lock-count-give-up": (3, 1),
+    "lock-refused": (4, 1), "lock-read-items": (6, 1), "lock-read": (7, 1),
+    "lock-check-skipped": (8, 1),
+    "lock-was-skipped": (0, 2), "lock-withdraw": (1, 2), "lock-withdraw-items": (2, 2),
+    "lock-withdrawn": (3, 2), "lock-redraw": (4, 2),
+    "lock-sleep": (6, 2), "lock-skip-items": (7, 2), "lock-skip": (8, 2),
 }  # fmt: skip
 RELEASE_CELLS: dict[str, tuple[int, int]] = {
-    "lock-release-verdict": (0, 0), "lock-release-in-time": (1, 0), "lock-release-items": (2, 0),
-    "lock-release": (3, 0), "lock-waited": (4, 0),
-    "lock-wait-stats": (4, 1), "lock-wait-stats-items": (5, 1), "lock-count-wait": (6, 1),
+    "lock-release-verdict": (0, 0), "lock-release-items": (1, 0), "lock-release": (2, 0),
+    "lock-waited": (3, 0),
+    "lock-wait-stats": (1, 1), "lock-wait-stats-items": (2, 1), "lock-count-wait": (3, 1),
 }  # fmt: skip
 MIN_POLL_MS = 10
 MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
@@ -91,6 +90,10 @@ MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected tur
 # last seen: enough that the look after a sleep still finds the head (bench.lock_bench: reading
 # three, most waiters needed a second look after a sleep).
 LOOK_WINDOW = 6
+# Lock Route's outputs, by the decisions (decide.js `state`) each takes; a chain whose policy
+# may skip adds `skipped` next, and the last output gives up (busy, timeout, duplicate).
+_ROUTES: tuple[tuple[str, ...], ...] = (("enter",), ("read",), ("wait",), ("skip",), ("requeue",))
+_ENTER, _READ, _WAIT, _SKIP, _REQUEUE = range(len(_ROUTES))
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,6 @@ class LockInputs:
 class EngineOptions:
     default_ttl_seconds: int = 86400
     default_max_wait_seconds: int = 86400
-
-
-def _state(name: str) -> str:
-    return f"$json.state === {js_literal(name)}"
 
 
 def _input_js(inputs: LockInputs) -> str:
@@ -162,19 +161,17 @@ def acquire(
         n("Lock Ticket Items"),
         n("Lock Take Ticket"),
     )
-    look, skip_read, read_items = n("Lock Look"), n("Lock Skip Read?"), n("Lock Read Items")
-    read = n("Lock Read Line")
-    decide, enter = n("Lock Decide"), n("Lock Enter?")
+    read_items, read = n("Lock Read Items"), n("Lock Read Line")
+    decide, route = n("Lock Decide"), n("Lock Route")
     hold_items, hold = n("Lock Hold Items"), n("Lock Hold")
-    keep_waiting, sleep = n("Lock Keep Waiting?"), n("Lock Sleep")
-    skip_test, skip_items, skip = n("Lock Skip Head?"), n("Lock Skip Items"), n("Lock Skip Head")
+    sleep = n("Lock Sleep")
+    skip_items, skip = n("Lock Skip Items"), n("Lock Skip Head")
     verify, check, skipped = n("Lock Verify"), n("Lock Check Skipped"), n("Lock Was Skipped?")
     withdraw, withdraw_items, withdrawn = (
         n("Lock Withdraw"), n("Lock Withdraw Items"), n("Lock Withdrawn")
     )  # fmt: skip
-    requeue = n("Lock Requeue?")
-    leave, leave_items, count_leave, refused = (
-        n("Lock Leave Line"), n("Lock Give-Up Stats"), n("Lock Count Give-Up"), n("Lock Refused")
+    leave_items, count_leave, refused = (
+        n("Lock Give-Up Items"), n("Lock Count Give-Up"), n("Lock Refused")
     )  # fmt: skip
     common = {
         "__CONTEXT__": f"{ref(context)}.first().json",
@@ -218,18 +215,16 @@ def acquire(
         "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
         "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
     }
-    look_script = script_expression(
+    # Lock Decide's last decision, read from Lock Decide itself: n8n's `$()` gives a node's
+    # last finished run, and the run in progress is not one yet.
+    previous = {
+        "__DECIDED__": f"{ref(decide)}.isExecuted",
+        "__DECISION__": f"{ref(decide)}.first().json",
+    }
+    look_call = script_call(
         "engine/lock/read",
-        {
-            **common,
-            "__DECIDED__": f"{ref(decide)}.isExecuted",
-            "__DECISION__": f"{ref(decide)}.first().json",
-            "__DRAWN__": f"{ref(take_ticket)}.all()",
-            **waking,
-        },
+        {**common, **previous, "__DRAWN__": f"{ref(take_ticket)}.all()", **waking},
     )
-    g.add(set_raw(key, "lock-look", look, CELL, look_script))
-    g.add(if_node(key, "lock-skip-read", skip_read, CELL, "$json.skip_read"))
     g.add(split_out(key, "lock-read-items", read_items, CELL, "read"))
     g.add(
         redis(
@@ -245,7 +240,8 @@ def acquire(
         "engine/lock/decide",
         {
             **common,
-            "__LOOK__": f"{ref(look)}.first().json",
+            **previous,
+            "__LOOK__": look_call,
             "__READ__": f"{ref(read)}.all()",
             "__DEFAULT_HOLD_MS__": str(DEFAULT_HOLD_MS),
             "__WAIT_BUCKETS__": js_literal(list(keys.WAIT_BUCKETS)),
@@ -256,7 +252,10 @@ def acquire(
         },
     )
     g.add(set_raw(key, "lock-decide", decide, CELL, decide_script))
-    g.add(if_node(key, "lock-enter", enter, CELL, _state("enter")))
+    # One Switch sends each decision on: enter, read the line, sleep, skip a dead head, draw
+    # again, (a policy that may skip: answer skipped,) else give up.
+    routes = [*_ROUTES, *([("skipped",)] if skips else []), ()]
+    g.add(switch_node(key, "lock-route", route, CELL, routes, len(routes) - 1))
     g.add(split_out(key, "lock-hold-items", hold_items, CELL, "set"))
     g.add(
         redis(
@@ -270,14 +269,12 @@ def acquire(
     )
     g.connect(valid, 0, ticket_items)
     g.connect(ticket_items, 0, take_ticket)
-    g.connect(take_ticket, 0, look)
-    g.connect(look, 0, skip_read)
-    g.connect(skip_read, 0, decide)
-    g.connect(skip_read, 1, read_items)
+    g.connect(take_ticket, 0, decide)
+    g.connect(decide, 0, route)
+    g.connect(route, _ENTER, hold_items)
+    g.connect(route, _READ, read_items)
     g.connect(read_items, 0, read)
     g.connect(read, 0, decide)
-    g.connect(decide, 0, enter)
-    g.connect(enter, 0, hold_items)
     g.connect(hold_items, 0, hold)
     # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
     decision = f"{ref(decide)}.first().json"
@@ -313,7 +310,6 @@ def acquire(
     g.chain(hold, verify, check, skipped, withdraw, withdraw_items, withdrawn)
     g.exits["held"] = [(verify, 1), (skipped, 1)]
     # Not entering: wait, skip a dead head, draw again, or give up.
-    g.add(if_node(key, "lock-keep-waiting", keep_waiting, CELL, _state("wait")))
     g.add(
         node(
             key,
@@ -327,28 +323,9 @@ def acquire(
             **RETRY,
         )
     )
-    g.add(if_node(key, "lock-skip-test", skip_test, CELL, _state("skip")))
     g.add(split_out(key, "lock-skip-items", skip_items, CELL, "skip"))
     g.add(redis(key, "lock-skip", skip, CELL, SET_EACH, False))
-    g.add(if_node(key, "lock-requeue", requeue, CELL, _state("requeue")))
-    g.add(
-        redis(
-            key,
-            "lock-leave",
-            leave,
-            CELL,
-            {
-                "operation": "set",
-                "key": "={{ $json.gone.key }}",
-                "value": "1",
-                "keyType": "string",
-                "expire": True,
-                "ttl": "={{ $json.gone.ttl }}",
-            },
-            True,
-        )
-    )
-    g.add(split_out(key, "lock-give-up-items", leave_items, CELL, "incr"))
+    g.add(split_out(key, "lock-give-up-items", leave_items, CELL, "leave"))
     g.add(redis(key, "lock-count-give-up", count_leave, CELL, INCR_EACH, False))
     message = f"{ref(decide)}.first().json.message"
     g.add(
@@ -363,17 +340,13 @@ def acquire(
         )
     )
     if skips:
-        overlap.skipped_exit(g, key, names, enter, keep_waiting, decide)
-    else:
-        g.connect(enter, 1, keep_waiting)
-    g.connect(keep_waiting, 0, sleep)
-    g.connect(sleep, 0, look)
-    g.connect(keep_waiting, 1, skip_test)
-    g.connect(skip_test, 0, skip_items)
+        overlap.skipped_exit(g, key, names, (route, len(_ROUTES)), decide)
+    g.connect(route, _WAIT, sleep)
+    g.connect(sleep, 0, decide)
+    g.connect(route, _SKIP, skip_items)
     g.connect(skip_items, 0, skip)
-    g.connect(skip, 0, look)
-    g.connect(skip_test, 1, requeue)
-    g.connect(requeue, 0, ticket_items)
+    g.connect(skip, 0, decide)
+    g.connect(route, _REQUEUE, ticket_items)
     redraw = n("Lock Redraw")
     g.add(
         set_raw(
@@ -383,8 +356,7 @@ def acquire(
     )  # fmt: skip
     g.connect(withdrawn, 0, redraw)
     g.connect(redraw, 0, ticket_items)
-    g.connect(requeue, 1, leave)
-    g.connect(leave, 0, leave_items)
+    g.connect(route, len(routes) - 1, leave_items)
     g.connect(leave_items, 0, count_leave)
     g.connect(count_leave, 0, refused)
     g.place(origin, {**ACQUIRE_CELLS, **overlap.CELLS} if skips else ACQUIRE_CELLS, STEP, ROW)
@@ -397,9 +369,8 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     Exit `done` continues with the verdict {released, reason, scope, lock_id} (as its first
     item, or after the SET the items it wrote)."""
     g = Group()
-    verdict, in_time, items, store = (
-        names(RELEASE_ENTRY), names("Lock Release In Time?"),
-        names("Lock Release Items"), names("Lock Release"),
+    verdict, items, store = (
+        names(RELEASE_ENTRY), names("Lock Release Items"), names("Lock Release")
     )  # fmt: skip
     waited, stats_items, count = (
         names("Lock Waited?"), names("Lock Wait Stats"), names("Lock Count Wait")
@@ -414,7 +385,6 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
         },
     )
     g.entry = g.add(set_raw(key, "lock-release-verdict", verdict, CELL, script))
-    g.add(if_node(key, "lock-release-in-time", in_time, CELL, "$json.released"))
     g.add(split_out(key, "lock-release-items", items, CELL, "set"))
     g.add(
         redis(
@@ -446,9 +416,7 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     split = names("Lock Wait Stats Items")
     g.add(split_out(key, "lock-wait-stats-items", split, CELL, "incr"))
     g.add(redis(key, "lock-count-wait", count, CELL, INCR_EACH, False))
-    g.connect(verdict, 0, in_time)
-    g.connect(in_time, 0, items)
-    g.connect(in_time, 1, waited)
+    g.connect(verdict, 0, items)
     g.connect(items, 0, store)
     g.connect(store, 0, waited)
     g.connect(waited, 0, stats_items)

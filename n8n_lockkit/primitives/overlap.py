@@ -6,9 +6,9 @@
 - `buffer-one`: it waits when no other caller waits in its lane, else it is skipped: "run once
   more after the current run".
 
-`decide.js` decides; a chain whose policy may skip gets the nodes below after Lock Enter? (its
-false output): Lock Skip? → Lock Skip Leave (the ticket's `gone` mark, holding the time it left)
-→ Lock Count Skip → Lock Skipped (the answer, exit `skipped`).
+`decide.js` decides; a chain whose policy may skip gets the nodes below after Lock Route (its
+`skipped` output): Lock Skip Leave (the ticket's `gone` mark, holding the time it left) → Lock
+Count Skip → Lock Skipped (the answer, exit `skipped`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from n8n_lockkit.primitives.nodekit import (
     CELL,
     Group,
     Names,
-    if_node,
-    js_literal,
     redis,
     ref,
     set_raw,
@@ -35,25 +33,22 @@ BUFFER_WINDOW = 32
 # a round trip of Lock Read Line, the slowest node on the skip path in a burst (bench).
 SKIP_WINDOW = 4
 # The skip nodes' cells in the acquire block's grid (engine.ACQUIRE_CELLS): a row of their own
-# below the slow paths; the inline form may add a Respond to Webhook node at its end.
+# below the slow paths, under Lock Route's other outputs; the inline form may add a Respond to
+# Webhook node at its end.
 CELLS: dict[str, tuple[int, int]] = {
-    "lock-is-skip": (8, 4), "lock-skip-leave": (9, 4), "lock-count-skip": (10, 4),
-    "lock-skipped": (11, 4), "lock-skipped-response": (12, 4),
+    "lock-skip-leave": (5, 3), "lock-count-skip": (6, 3), "lock-skipped": (7, 3),
+    "lock-skipped-response": (8, 3),
 }  # fmt: skip
 
 
-def skipped_exit(
-    g: Group, key: str, names: Names, enter: str, keep_waiting: str, decide: str
-) -> None:
-    """Not entering: a skip leaves the line (its `gone` mark, holding when it left) and is
-    counted, then answers (exit `skipped`); anything else goes on to Keep Waiting?. Four nodes
-    after the decision, so that a skipped caller answers at once."""
-    test, leave, count, answer = (
-        names("Lock Skip?"), names("Lock Skip Leave"), names("Lock Count Skip"),
-        names("Lock Skipped"),
+def skipped_exit(g: Group, key: str, names: Names, route: tuple[str, int], decide: str) -> None:
+    """A skip (`route`: Lock Route's output for `skipped`) leaves the line (its `gone` mark,
+    holding when it left) and is counted, then answers (exit `skipped`). Three nodes after the
+    decision, so that a skipped caller answers at once."""
+    leave, count, answer = (
+        names("Lock Skip Leave"), names("Lock Count Skip"), names("Lock Skipped"),
     )  # fmt: skip
     decision = f"{ref(decide)}.first().json"
-    g.add(if_node(key, "lock-is-skip", test, CELL, f"$json.state === {js_literal('skipped')}"))
     mark = {
         "operation": "set",
         "key": "={{ $json.gone.key }}",
@@ -71,7 +66,6 @@ def skipped_exit(
     }
     g.add(redis(key, "lock-count-skip", count, CELL, counter, True))
     g.add(set_raw(key, "lock-skipped", answer, CELL, f"={{{{ {decision}.answer }}}}"))
-    g.connect(enter, 1, test)
-    g.chain(test, leave, count, answer)
-    g.connect(test, 1, keep_waiting)
+    g.connect(*route, leave)
+    g.chain(leave, count, answer)
     g.exits["skipped"] = [(answer, 0)]

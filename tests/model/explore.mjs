@@ -216,9 +216,9 @@ function stallMs(rng, sizes, ttlMs) {
 // of one node, between a write and the read that checks it. A site stall begins when the
 // caller is about to take that step for the `occurrence`-th time (0 = the first).
 const SITES = [
-  ['Lock Take Ticket', 0, 1], ['Lock Look', 0, 1], ['Lock Read Line', 0, 9], ['Lock Decide', 0, 1],
+  ['Lock Take Ticket', 0, 1], ['Lock Route', 0, 1], ['Lock Read Line', 0, 9], ['Lock Decide', 0, 1],
   ['Lock Hold', 0, 4], ['Lock Verify', 0, 1], ['Lock Check Skipped', 0, 1], ['Lock Skip Head', 0, 2],
-  ['Lock Withdrawn', 0, 1], ['Lock Release', 0, 5], ['Lock Release Verdict', 0, 1], ['Lock Leave Line', 0, 1],
+  ['Lock Withdrawn', 0, 1], ['Lock Release', 0, 5], ['Lock Release Verdict', 0, 1], ['Lock Count Give-Up', 0, 2],
 ];
 
 function site(rng) {
@@ -347,7 +347,7 @@ export function runSchedule(spec, graphs, opts) {
         if (v.state === 'skip') stats.skips += 1;
       }
       if (event.node.startsWith('Lock Withdraw') && !event.node.includes('Items')) stats.withdrawals += 1;
-      if (event.node.startsWith('Lock Look') && v.fast) stats.fast += 1;
+      if (event.node.startsWith('Lock Decide') && v.state === 'enter' && v.fast) stats.fast += 1;
     }
     if (event.op === 'GET' && event.node.startsWith('Lock Check Skipped')) stats.checks += 1;
     if (event.op === 'retry') stats.retries += 1;

@@ -2,7 +2,7 @@
 // step at a time, so that a scheduler (explore.mjs) can interleave executions.
 //
 // Node types: n8n-nodes-base.set (raw mode: `jsonOutput`), .if (v2: the first condition's
-// `leftValue`, boolean operation "true", strict types), .splitOut, .redis (get / set / incr per
+// `leftValue`, boolean operation "true", strict types), .switch (v3, expression mode), .splitOut, .redis (get / set / incr per
 // input item, as packages/nodes-base/nodes/Redis: GET answers {[propertyName]: value ?? null},
 // INCR {[key]: n}, SET passes its item through; the SET type "automatic" or unset goes by the
 // value's JS type), .wait (a time interval), .stopAndError.
@@ -310,6 +310,25 @@ function* ifNode(execution, node, input) {
   return [yes, no];
 }
 
+// Switch v3 in expression mode: the expression gives each item's output, 0..numberOutputs-1
+// (n8n fails the node for any other).
+function* switchNode(execution, node, input) {
+  if (node.parameters.mode !== 'expression') throw new Error(`${node.name}: only expression mode is modelled`);
+  const count = node.parameters.numberOutputs;
+  const outputs = Array.from({ length: count }, () => []);
+  for (const item of onceOrAll(node, input)) {
+    yield { kind: 'step', node: node.name, what: 'switch', item: 0 };
+    execution.fault(node, 0);
+    const index = failing(node, () => resolve(node.parameters.output, execution.scope(item, input)));
+    if (!Number.isInteger(index) || index < 0 || index >= count) {
+      throw Object.assign(new NodeError(`${node.name}: The output ${index} is not allowed`), { node: node.name });
+    }
+    outputs[index].push(item);
+    execution.env.observe({ node: node.name, op: 'switch', value: index });
+  }
+  return outputs;
+}
+
 function* splitOutNode(execution, node, input) {
   const field = node.parameters.fieldToSplitOut;
   const out = [];
@@ -408,6 +427,7 @@ function* stopAndErrorNode(execution, node, input) {
 const HANDLERS = {
   'n8n-nodes-base.set': setNode,
   'n8n-nodes-base.if': ifNode,
+  'n8n-nodes-base.switch': switchNode,
   'n8n-nodes-base.splitOut': splitOutNode,
   'n8n-nodes-base.redis': redisNode,
   'n8n-nodes-base.wait': waitNode,

@@ -3,7 +3,14 @@
 // last ticket that left it, so the lane's head is served + slots. Each ticket that entered has
 // its own record (`holder:<t>`), so no write, however late, overwrites another caller's.
 const ctx = __CONTEXT__;
-const look = __LOOK__;
+// This node looks at the line (read.js) and decides. A look that must read the line first
+// answers `read` (Lock Route → Lock Read Line → this node again): this node's last decision is
+// then that look, which the read completes. Any other last decision is the one before this
+// look (read.js: `before`).
+const asked = __DECIDED__ ? __DECISION__ : null;
+const fresh = asked === null || asked.state !== 'read';
+const look = fresh ? __LOOK__ : asked.look;
+if (fresh && !look.skip_read) return { ticket: look.ticket, lane: look.lane, state: 'read', look, read: look.read };
 // Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
 // starts at a later look.
 if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefined) {
@@ -59,7 +66,7 @@ const holding = active(head);
 const averageMs = holdRaw ? Number(holdRaw) : __DEFAULT_HOLD_MS__;
 const before = look.before && look.before.ticket === t ? look.before : null;
 const waitedMs = now - ctx.started_ms;
-const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0 };
+const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0, fast: look.fast };
 // Turned away without the body: skipped (skip, buffer-one, a duplicate) or, for a duplicate
 // guard with on_busy error, refused. `firstExecution`: the execution of the key that ran.
 const turnedAway = (holderExecution, firstExecution) => {
@@ -74,6 +81,7 @@ const turnedAway = (holderExecution, firstExecution) => {
     ...out, state, message,
     gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl, at: String(now) },
     incr: [stat(metric)],
+    leave: [{ key: `${ctx.base}:gone:${t}`, expire: true, ttl: ctx.gone_ttl }, stat(metric)],
     answer: {
       skipped: true, acquired: false, reason: ctx.dedupe ? 'duplicate' : 'busy',
       scope: ctx.scope, on_busy: ctx.on_busy, holder_execution_id: holderExecution,
@@ -135,8 +143,9 @@ const holder = holding && meta
   : oldHolder ? 'a caller of the format before engine v2 (n8nlock locks shows it)' : 'a caller ahead in line';
 const giveUp = (state, metric, message) => ({
   ...out, state, message,
-  gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl },
-  incr: [stat(metric)],
+  // One INCR node marks the ticket gone (a count: a mark that a caller behind wrote first, a
+  // time or 1, stays a number) and counts the give-up.
+  leave: [{ key: `${ctx.base}:gone:${t}`, expire: true, ttl: ctx.gone_ttl }, stat(metric)],
 });
 // Watched: the time since the answer of the first look that saw this head, with the ticket
 // before it gone (not while it still leaves), to the start of this look (read.js): a stall in

@@ -1,4 +1,5 @@
-// What to read on this look at the line: one GET node reads every key in one connection.
+// What to read on this look at the line: one GET node reads every key in one connection. Runs
+// inside Lock Decide (decide.js), which reads the line when `skip_read` is false.
 const ctx = __CONTEXT__;
 const now = Date.now();
 // The ticket is the one the last INCR drew (a requeue draws a new one); a decision about an

@@ -3,17 +3,23 @@
 // sees `served`, with nothing left to wait for. A look that sees the record released and
 // `served` not yet waits a moment; two looks in a row that see so skip it (a release stopped
 // between its writes). SET is idempotent, so a second release (or the cleanup handler after
-// this one) changes nothing; a release this close to the lock's expiry leaves it to its TTL.
+// this one) changes nothing.
 const held = __HELD__;
 const now = Date.now();
-if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
-  return { released: false, reason: 'expired', scope: held.scope, lock_id: held.lock_id, set: [], incr: held.wait_stats };
-}
 const base = `n8n-lock-${held.scope}`;
+const released = JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() });
+if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
+  // This close to the lock's expiry (or past it) the lane is left to the caller behind, which
+  // skips this ticket; only this ticket's own record says it left, so that it does so at once.
+  // The record is per ticket: no other caller's key is written.
+  return {
+    released: false, reason: 'expired', scope: held.scope, lock_id: held.lock_id, incr: held.wait_stats,
+    set: [{ key: `${base}:holder:${held.ticket}`, value: released, ttl: __RELEASED_TTL__ }],
+  };
+}
 const heldMs = now - held.locked_ms;
 const average = held.hold_average_ms === null || held.hold_average_ms === undefined
   ? heldMs : Math.round(0.5 * held.hold_average_ms + 0.5 * heldMs);
-const released = JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() });
 return {
   released: true, reason: 'released', scope: held.scope, lock_id: held.lock_id, ticket: held.ticket,
   incr: held.wait_stats,
