@@ -15,8 +15,9 @@ numbers. What each cut removes:
 - arrived: the `arrived` counter on Lock Take Ticket (one item fewer, and no item expires, so
   the node's TTL is a constant: one expression per item fewer);
 - index: the cleanup handler's index of the execution's locks (Lock Hold: one item fewer);
-- ifs: Lock Input Valid?, Lock Release In Time? and Lock Waited? (their true path, resp.
-  false path, linked straight through: three If nodes fewer).
+- ifs: Lock Input Valid? and Lock Waited? (the true path, resp. the false path, linked
+  straight through: two If nodes fewer; 44baa4e also had Lock Release In Time?, which the
+  release has no more).
 
 Every workflow is called in floor_bench's shuffled rounds, both scope modes; each variant is
 called once before the rounds and must answer as the lock does. Reported per scope mode: median,
@@ -77,7 +78,9 @@ def _bypass(workflow: Workflow, name: str, output: int) -> None:
 
 
 def cut_meta(workflow: Workflow) -> None:
-    _replace(workflow, "Lock Decide", "jsonOutput", r"\{ key: `\$\{ctx\.base\}:meta:[^\n]*\},")
+    # Lock Decide also reads the copy (read.js, inlined): only the write goes.
+    written = r"\{ key: `\$\{ctx\.base\}:meta:\$\{look[^\n]*\},"
+    _replace(workflow, "Lock Decide", "jsonOutput", written)
     _replace(workflow, "Lock Release Verdict", "jsonOutput", r"\{ key: `\$\{base\}:meta:[^\n]*\},")
 
 
@@ -96,7 +99,6 @@ def cut_index(workflow: Workflow) -> None:
 
 def cut_ifs(workflow: Workflow) -> None:
     _bypass(workflow, "Lock Input Valid?", 0)
-    _bypass(workflow, "Lock Release In Time?", 0)
     _bypass(workflow, "Lock Waited?", 1)
 
 
