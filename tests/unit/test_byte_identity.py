@@ -1,0 +1,122 @@
+"""Every form n8nlock writes, byte for byte: a refactor of the builders changes none of them.
+
+The wrapped corpus in every combination of guard, rate limits and lock that the commands make,
+and the primitives under non-default render options, each as the SHA-256 of its file text
+(`tests/fixtures/byte_identity.json`; the full text of a few is in the golden files). A
+digest that changes is a change of what users get: intended only with a reason in the commit,
+and then `pytest --update-goldens` writes the new digests.
+
+To see what changed for a case, render it at the old commit and now:
+`python -m tests.unit.test_byte_identity CASE` prints its text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.primitives.catalogue import PRIMITIVES
+from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
+from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, wrap
+
+CORPUS = Path(__file__).parent.parent / "corpus"
+DIGESTS = Path(__file__).parent.parent / "fixtures" / "byte_identity.json"
+NAMES = sorted(p.name.removesuffix(".template.json") for p in CORPUS.glob("*.template.json"))
+
+SCOPE = "={{ 'order-' + $json.body.orderId }}"
+LOCK = LockConfig(SCOPE, 300, 60, "wait", True)
+SKIP = LockConfig("orders", 120, 30, "skip", True)
+BUFFER = LockConfig("=sync-{{ $json.account }}", 600, 900, "buffer-one", False)
+SEMAPHORE = LockConfig(SCOPE, 300, 60, "error", True, max_concurrent=3)
+SUB = LockConfig(SCOPE, 300, 60, "wait", True, via_subworkflow=True)
+GUARD = LockConfig(
+    "=dedupe-{wf}-{{ $json.body.eventId }}",
+    3600,
+    86400,
+    "skip",
+    True,
+    dedupe_window_seconds=600,
+    dedupe_key="={{ $json.body.eventId }}",
+)
+RATE = RateLimitConfig("=api-{{ $json.body.customer }}", 5, 60, "passthrough")
+RATES = (
+    RateLimitConfig("api", 10, 1, "passthrough"),
+    RateLimitConfig("=tenant-{{ $json.tenant }}", 100, 60, "stop", "fixed", "2"),
+    RateLimitConfig("global", 1000, 3600, "error", "sliding", "={{ $json.items.length }}"),
+)
+WAITING = RateLimitConfig("paid-api", 3, 2, "wait", max_wait_seconds=120)
+
+Forms = tuple[LockConfig | None, Any, LockConfig | None]
+FORMS: dict[str, Forms] = {
+    "lock": (LOCK, None, None),
+    "lock-rate": (LOCK, RATE, None),
+    "sub-rate": (SUB, RATE, None),
+    "skip": (SKIP, None, None),
+    "buffer-one": (BUFFER, WAITING, None),
+    "semaphore": (SEMAPHORE, RATES, None),
+    "rates": (None, RATES, None),
+    "waiting": (None, WAITING, None),
+    "guard": (None, None, GUARD),
+    "guard-rate-lock": (LOCK, RATE, GUARD),
+}
+
+
+def _wrapped(name: str, form: str) -> str:
+    lock, rate, guard = FORMS[form]
+    if guard is not None:
+        guard = LockConfig(**{**guard.__dict__, "scope": guard.scope.replace("{wf}", name)})
+    try:
+        return dump_workflow(wrap(json.loads((CORPUS / f"{name}.template.json").read_text()),
+                                  name, lock, rate, guard))  # fmt: skip
+    except LockkitError as err:  # a refusal is a result too
+        return f"refused: {err.message}\n"
+
+
+OPTIONS = RenderOptions(default_ttl_seconds=600, default_max_wait_seconds=120)
+
+
+def _cases() -> dict[str, Callable[[], str]]:
+    cases: dict[str, Callable[[], str]] = {}
+    for name in NAMES:
+        for form in FORMS:
+            cases[f"wrap/{name}/{form}"] = lambda n=name, f=form: _wrapped(n, f)  # type: ignore[misc]
+    for key, primitive in PRIMITIVES.items():
+        cases[f"primitive/{key}/options"] = lambda p=primitive: dump_workflow(  # type: ignore[misc]
+            render_primitive(p, OPTIONS)
+        )
+    return cases
+
+
+CASES = _cases()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_every_form_renders_byte_identical_to_its_recorded_digest(update_goldens: bool) -> None:
+    actual = {case: _digest(render()) for case, render in CASES.items()}
+    if update_goldens or not DIGESTS.exists():
+        DIGESTS.write_text(json.dumps(actual, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    expected = json.loads(DIGESTS.read_text(encoding="utf-8"))
+    changed = sorted(case for case in actual if expected.get(case) != actual[case])
+    assert not changed, (
+        f"{len(changed)} form(s) render differently: {', '.join(changed[:12])}; "
+        "see `python -m tests.unit.test_byte_identity CASE`, and if intended run "
+        "pytest --update-goldens"
+    )
+    assert sorted(expected) == sorted(actual), "the recorded cases differ from the matrix"
+
+
+def test_the_matrix_wraps_more_than_it_refuses() -> None:
+    refused = [case for case, render in CASES.items() if render().startswith("refused: ")]
+    assert len(refused) < len(CASES) // 4, refused
+
+
+if __name__ == "__main__":  # print one case's text, to diff it against another commit's
+    sys.stdout.write(CASES[sys.argv[1]]())
