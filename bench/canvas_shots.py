@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import cli, prepare, write_template
-from n8n_lockkit.rewrite.canvas_geometry import bounding_box, generated_names
+from n8n_lockkit.rewrite.canvas.geometry import bounding_box, generated_names
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
 from testbed.client import N8nClient

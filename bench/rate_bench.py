@@ -42,7 +42,7 @@ from bench import figures
 from bench.common import bench_workflow, cli, node, post, prepare, write_template
 from bench.executions import Execution, matching, workflow_ids
 from bench.lock_bench import WARM_UP, latency, summary
-from n8n_lockkit.rewrite.wrap_nodes import call
+from n8n_lockkit.rewrite.wrapping.nodes import call
 from testbed.endpoints import N8nInstance
 from testbed.session import running_testbed
 

@@ -30,7 +30,7 @@ from typing import Any
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from n8n_lockkit.rewrite.canvas_geometry import STICKY_NOTE, Box
+from n8n_lockkit.rewrite.canvas.geometry import STICKY_NOTE, Box
 
 from .apt import apt_install
 from .client import OWNER

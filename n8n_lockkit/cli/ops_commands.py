@@ -343,7 +343,8 @@ def forget_command(
         n8nlock forget --workflow-key stripe-events --key evt_1MqQ2x -o json
     """
     from n8n_lockkit.ops import forget
-    from n8n_lockkit.rewrite import plans, unwrap
+    from n8n_lockkit.rewrite.plans import wrap_plans as plans
+    from n8n_lockkit.rewrite.wrapping import unwrap
 
     workspace = app.workspace()
     _, _, workflow = plans.load_workflow(workspace, workflow_key)

@@ -53,7 +53,7 @@ def upgrade(
         n8nlock upgrade --inline -o json
         n8nlock push --env prod
     """
-    from n8n_lockkit.rewrite.upgrade import plan_upgrade
+    from n8n_lockkit.rewrite.plans.upgrade import plan_upgrade
     from n8n_lockkit.workspace import envconfig, plan
 
     workspace = app.workspace()

@@ -146,8 +146,8 @@ def add_lock_to_workflow(
         n8nlock add-lock-to-workflow --workflow-key nightly --scope-expression nightly \\
             --on-busy buffer-one
     """
-    from n8n_lockkit.rewrite import plans as rewrite
-    from n8n_lockkit.rewrite.wrap import LockConfig
+    from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
+    from n8n_lockkit.rewrite.wrapping.wrap import LockConfig
     from n8n_lockkit.workspace import envconfig
 
     workspace = app.workspace()
@@ -236,7 +236,7 @@ def add_dedupe(
         n8nlock add-dedupe --workflow-key nightly --key-expression nightly \\
             --window-seconds 600 --on-duplicate error
     """
-    from n8n_lockkit.rewrite import plans as rewrite
+    from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
     from n8n_lockkit.workspace import envconfig
 
     workspace = app.workspace()
@@ -316,8 +316,8 @@ def add_rate_limit(
             --limit 500 --window-seconds 60 --on-denied wait \\
             --cost-expression "={{ $input.all().length }}"
     """
-    from n8n_lockkit.rewrite import plans as rewrite
-    from n8n_lockkit.rewrite.wrap import RateLimitConfig
+    from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
+    from n8n_lockkit.rewrite.wrapping.wrap import RateLimitConfig
 
     workspace = app.workspace()
     config = RateLimitConfig(
@@ -362,7 +362,7 @@ def unwrap_workflow(
         n8nlock unwrap --workflow-key enrich --only rate-limit --dry-run
         n8nlock unwrap --workflow-key stripe-events --only dedupe
     """
-    from n8n_lockkit.rewrite import plans as rewrite
+    from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
 
     workspace = app.workspace()
     apply_plan(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_lockkit.errors import LockkitError, PlaceholderError, WorkflowFileError
-from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.workspace import placeholders
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 

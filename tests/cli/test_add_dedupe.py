@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.plans import dedupe_scope
-from n8n_lockkit.rewrite.unwrap import read_configs, read_guard
-from n8n_lockkit.rewrite.wrap_nodes import role_of
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.plans.wrap_plans import dedupe_scope
+from n8n_lockkit.rewrite.wrapping.nodes import role_of
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard
 from tests.cli.test_add_lock import add_lock, add_rate_limit, locked, workflow
 from tests.conftest import Invoke, explain
 

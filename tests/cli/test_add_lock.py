@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from n8n_lockkit.rewrite.unwrap import read_configs
-from n8n_lockkit.rewrite.wrap import LockConfig
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig
 from n8n_lockkit.workspace.scaffold import env_text
 from tests.conftest import Invoke, explain, snapshot
 

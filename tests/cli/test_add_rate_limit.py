@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
-from n8n_lockkit.rewrite.wrap import RateLimitConfig, rate_limits
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, unwrap
+from n8n_lockkit.rewrite.wrapping.wrap import RateLimitConfig, rate_limits
 from tests.conftest import Invoke, explain, snapshot
 
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -18,7 +18,7 @@ import pytest
 from n8n_lockkit.cli import common_options, main, wrap_commands
 from n8n_lockkit.ops import redis_access
 from n8n_lockkit.primitives import overlap
-from n8n_lockkit.rewrite import wrap
+from n8n_lockkit.rewrite.wrapping import wrap
 from tests.conftest import Invoke, explain
 
 HEAVY = ("requests", "redis", "jsonschema", "ruamel", "prometheus_client", "urllib3")

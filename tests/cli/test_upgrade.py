@@ -17,8 +17,8 @@ import redis
 
 from n8n_lockkit.primitives import formats
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
-from n8n_lockkit.rewrite.unwrap import read_configs
-from n8n_lockkit.rewrite.wrap import LockConfig, Rates
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, Rates
 from tests.conftest import Invoke, explain, snapshot
 
 FORMAT1 = Path(__file__).parents[1] / "fixtures" / "upgrade" / "format1"

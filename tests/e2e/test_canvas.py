@@ -3,7 +3,7 @@
 Each case builds a small user workflow, wraps it with the CLI (`add-lock-to-workflow`, and
 `add-rate-limit` on top), pushes it to the test bed's n8n and opens it in Chromium: sign in,
 /workflow/<id>, key 1 (zoom to fit). The boxes come from the editor's DOM (testbed/
-editor.py), the sizes from the JSON (n8n_lockkit/rewrite/canvas_geometry.py). A failure
+editor.py), the sizes from the JSON (n8n_lockkit/rewrite/canvas/geometry.py). A failure
 message names the nodes and the screenshot to look at.
 
 What a user should see:
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from n8n_lockkit.rewrite.canvas_geometry import (
+from n8n_lockkit.rewrite.canvas.geometry import (
     Box,
     bounding_box,
     generated_names,

@@ -30,7 +30,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 SCOPE = "={{ $json.scope }}"
-HELD = '$("Lock Decide").first().json'  # what the inline release reads (rewrite/wrap.py)
+HELD = '$("Lock Decide").first().json'  # what the inline release reads (rewrite/wrapping/wrap.py)
 TTL_SECONDS = 30
 MAX_WAIT_SECONDS = 120
 # name: (lanes, max wait in seconds or None for --max-wait, whether callers wait)

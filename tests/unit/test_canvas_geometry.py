@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from n8n_lockkit.primitives.formats import managed_notes
-from n8n_lockkit.rewrite.canvas_geometry import (
+from n8n_lockkit.rewrite.canvas.geometry import (
     Box,
     bounding_box,
     generated_names,

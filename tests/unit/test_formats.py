@@ -10,7 +10,7 @@ import pytest
 from n8n_lockkit.primitives import formats
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
-from n8n_lockkit.rewrite.wrap import LockConfig, wrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, wrap
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit.rewrite import graph
+from n8n_lockkit.rewrite.graphs import graph
 
 CORPUS = Path(__file__).parent.parent / "corpus"
 

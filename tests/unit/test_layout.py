@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from n8n_lockkit.primitives.formats import role_of
-from n8n_lockkit.rewrite.canvas_geometry import STICKY_NOTE, Box, node_boxes, note_boxes, overlaps
-from n8n_lockkit.rewrite.unwrap import unwrap
-from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, Rates, wrap
+from n8n_lockkit.rewrite.canvas.geometry import STICKY_NOTE, Box, node_boxes, note_boxes, overlaps
+from n8n_lockkit.rewrite.wrapping.unwrap import unwrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, Rates, wrap
 
 CORPUS = Path(__file__).parent.parent / "corpus"
 NAMES = sorted(p.name.removesuffix(".template.json") for p in CORPUS.glob("*.template.json"))

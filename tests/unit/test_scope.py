@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_lockkit.rewrite.scope import ScopeError, parse_scope
+from n8n_lockkit.rewrite.wrapping.scope import ScopeError, parse_scope
 
 
 @pytest.mark.parametrize(

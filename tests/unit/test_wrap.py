@@ -10,9 +10,15 @@ import pytest
 
 from n8n_lockkit.check.validate import check_workflow
 from n8n_lockkit.primitives.render import dump_workflow
-from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.unwrap import read_configs, unwrap
-from n8n_lockkit.rewrite.wrap import HANDLER_ID, LockConfig, RateLimitConfig, WrapError, wrap
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, unwrap
+from n8n_lockkit.rewrite.wrapping.wrap import (
+    HANDLER_ID,
+    LockConfig,
+    RateLimitConfig,
+    WrapError,
+    wrap,
+)
 from tests.conftest import assert_golden, run_once_on_a_stall
 
 CORPUS = Path(__file__).parent.parent / "corpus"

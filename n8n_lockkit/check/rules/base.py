@@ -17,9 +17,9 @@ from n8n_lockkit.check.findings import Severity
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 
 # Re-exported: the rules read every shape helper from here.
-from n8n_lockkit.rewrite.graph import STICKY_NOTE as STICKY_NOTE
-from n8n_lockkit.rewrite.graph import as_dict as as_dict
-from n8n_lockkit.rewrite.graph import as_list as as_list
+from n8n_lockkit.rewrite.graphs.graph import STICKY_NOTE as STICKY_NOTE
+from n8n_lockkit.rewrite.graphs.graph import as_dict as as_dict
+from n8n_lockkit.rewrite.graphs.graph import as_list as as_list
 
 MARKER = "// @n8n-evol-I:primitive"
 

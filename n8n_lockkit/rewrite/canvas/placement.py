@@ -20,9 +20,9 @@ import uuid
 from collections.abc import Iterable
 
 from n8n_lockkit.primitives.formats import managed_notes, role_of
-from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.canvas_geometry import NODE_SIZE, STICKY_NOTE, Box, node_height, union
-from n8n_lockkit.rewrite.graph import Node, Workflow
+from n8n_lockkit.rewrite.canvas.geometry import NODE_SIZE, STICKY_NOTE, Box, node_height, union
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.graphs.graph import Node, Workflow
 
 NOTE_SIDE = 30  # a note's margin left and right of its nodes
 NOTE_HEADER = 110  # a note's title and text above its nodes

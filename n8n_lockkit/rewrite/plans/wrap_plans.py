@@ -18,10 +18,10 @@ from n8n_lockkit.primitives.catalogue import (
     LOCK_RENEW,
 )
 from n8n_lockkit.primitives.render import dump_workflow
-from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.scope import parse_scope
-from n8n_lockkit.rewrite.unwrap import read_configs, read_guard, unwrap
-from n8n_lockkit.rewrite.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.wrapping.scope import parse_scope
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none

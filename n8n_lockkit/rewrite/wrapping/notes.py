@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from n8n_lockkit.rewrite.configs import LockConfig, RateLimitConfig
+from n8n_lockkit.rewrite.wrapping.configs import LockConfig, RateLimitConfig
 
 LOCK_NOTE = "n8nlock · Lock"
 DEDUPE_NOTE = "n8nlock · Duplicate Guard"

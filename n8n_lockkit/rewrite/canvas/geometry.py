@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from n8n_lockkit.primitives.formats import role_of
-from n8n_lockkit.rewrite.graph import STICKY_NOTE as STICKY_NOTE
-from n8n_lockkit.rewrite.graph import input_count, output_count
+from n8n_lockkit.rewrite.graphs.graph import STICKY_NOTE as STICKY_NOTE
+from n8n_lockkit.rewrite.graphs.graph import input_count, output_count
 
 NODE_SIZE = 100.0  # the editor's node box; n8n 2.x draws 96 px inside a 16 px grid
 # n8n 2.41 draws a node with more than two main inputs or outputs (an error output counts) taller

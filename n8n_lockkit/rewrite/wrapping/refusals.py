@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.configs import WrapError
-from n8n_lockkit.rewrite.graph import Workflow
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.graphs.graph import Workflow
+from n8n_lockkit.rewrite.wrapping.configs import WrapError
 
 
 def _is_number(value: object) -> bool:

@@ -30,10 +30,10 @@ from n8n_lockkit.primitives.catalogue import (
     Primitive,
 )
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
-from n8n_lockkit.rewrite.plans import parse_workflow
-from n8n_lockkit.rewrite.scope import parse_scope
-from n8n_lockkit.rewrite.unwrap import read_configs, read_guard, unwrap
-from n8n_lockkit.rewrite.wrap import LockConfig, WrapError, wrap
+from n8n_lockkit.rewrite.plans.wrap_plans import parse_workflow
+from n8n_lockkit.rewrite.wrapping.scope import parse_scope
+from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, WrapError, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 from n8n_lockkit.workspace.plan import Action, FileChange, Plan

@@ -20,7 +20,7 @@ A duplicate guard (`add-dedupe`) is the same engine chain named "Dedupe …", in
 rate limit: T → Dedupe Context … Dedupe Restore → Rate Limit … → Lock … → the body.
 
 The acquire and release chains come from `primitives/engine.py` (the inline form, the
-default); `release.py` builds the release side. With `via_subworkflow`, Lock Acquire / Lock
+default); `release_side.py` builds the release side. With `via_subworkflow`, Lock Acquire / Lock
 Release call the primitives instead, and Lock Restore Items (a Code node) gives the body the
 trigger's items again.
 
@@ -41,8 +41,10 @@ import dataclasses
 import json
 
 from n8n_lockkit.primitives import engine, nodekit, overlap, rate
-from n8n_lockkit.rewrite import configs, graph, notes, release, shape
-from n8n_lockkit.rewrite.builder import (
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.graphs.graph import Entry, Workflow
+from n8n_lockkit.rewrite.wrapping import configs, notes, refusals, release_side
+from n8n_lockkit.rewrite.wrapping.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
     STEP,
     Block,
@@ -50,17 +52,16 @@ from n8n_lockkit.rewrite.builder import (
     entry_label,
     trigger_entries,
 )
-from n8n_lockkit.rewrite.configs import ALGORITHMS as ALGORITHMS
-from n8n_lockkit.rewrite.configs import CONFIG_MARK
-from n8n_lockkit.rewrite.configs import INLINE_LOCK_SHIFT as INLINE_LOCK_SHIFT
-from n8n_lockkit.rewrite.configs import LOCK_SHIFT as LOCK_SHIFT
-from n8n_lockkit.rewrite.configs import ON_DENIED as ON_DENIED
-from n8n_lockkit.rewrite.configs import LockConfig as LockConfig
-from n8n_lockkit.rewrite.configs import RateLimitConfig as RateLimitConfig
-from n8n_lockkit.rewrite.configs import Rates as Rates
-from n8n_lockkit.rewrite.configs import WrapError as WrapError
-from n8n_lockkit.rewrite.graph import Entry, Workflow
-from n8n_lockkit.rewrite.wrap_nodes import (
+from n8n_lockkit.rewrite.wrapping.configs import ALGORITHMS as ALGORITHMS
+from n8n_lockkit.rewrite.wrapping.configs import CONFIG_MARK
+from n8n_lockkit.rewrite.wrapping.configs import INLINE_LOCK_SHIFT as INLINE_LOCK_SHIFT
+from n8n_lockkit.rewrite.wrapping.configs import LOCK_SHIFT as LOCK_SHIFT
+from n8n_lockkit.rewrite.wrapping.configs import ON_DENIED as ON_DENIED
+from n8n_lockkit.rewrite.wrapping.configs import LockConfig as LockConfig
+from n8n_lockkit.rewrite.wrapping.configs import RateLimitConfig as RateLimitConfig
+from n8n_lockkit.rewrite.wrapping.configs import Rates as Rates
+from n8n_lockkit.rewrite.wrapping.configs import WrapError as WrapError
+from n8n_lockkit.rewrite.wrapping.nodes import (
     acquired,
     call,
     if_parameters,
@@ -68,8 +69,8 @@ from n8n_lockkit.rewrite.wrap_nodes import (
     restore_items,
     role_of,
 )
-from n8n_lockkit.rewrite.wrap_settings import HANDLER_ID as HANDLER_ID
-from n8n_lockkit.rewrite.wrap_settings import (
+from n8n_lockkit.rewrite.wrapping.settings import HANDLER_ID as HANDLER_ID
+from n8n_lockkit.rewrite.wrapping.settings import (
     note_before,
     set_error_workflow,
     set_execution_order,
@@ -363,7 +364,7 @@ def wrap(
     rates = rate_limits(rate)
     if lock is None and guard is None and not rates:
         return workflow
-    shape.check_shape(workflow)
+    refusals.check_shape(workflow)
     _check_composition(lock, guard)
     entries = trigger_entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
@@ -387,7 +388,7 @@ def wrap(
         workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
         _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
     if lock and lock.via_subworkflow:
-        release.via_subworkflow(b, chains["lock"], chains["lock-restore"], ends)
+        release_side.via_subworkflow(b, chains["lock"], chains["lock-restore"], ends)
     elif lock or guard:
         _release_inline(b, chains, ends, lock, rates, guard)
     if lock:
@@ -446,25 +447,25 @@ def _release_inline(
 ) -> None:
     """The release of what the execution holds: the lock (only when it took it, if a guard
     came first), then the guard (its done mark only when the body ran)."""
-    held: list[release.Held] = []
+    held: list[release_side.Held] = []
     if lock:
         renewals = [f"Lock Renew ({target})" for target in lock.renew_before]
-        record = release.record(chains["lock"], renewals)
+        record = release_side.record(chains["lock"], renewals)
         # Not "Lock Restore ran": n8n runs a Merge that lacks an input at the end of the
         # execution (with no output), so it has run after a skip too.
-        when = f"{release.record(chains['lock'])}.state === 'enter'" if guard else None
-        held.append(release.Held(nodekit.Names(), record, when))
+        when = f"{release_side.record(chains['lock'])}.state === 'enter'" if guard else None
+        held.append(release_side.Held(nodekit.Names(), record, when))
     quiet: list[tuple[str, int]] = []
     if guard:
-        record = release.record(chains["guard"])
+        record = release_side.record(chains["guard"])
         if lock or rates:  # steps between the guard and the body: did the body begin?
-            record = release.unless_body_ran(record, release.executed(chains["body"]))
+            record = release_side.unless_body_ran(record, release_side.executed(chains["body"]))
             quiet = [(str(n["name"]), 0) for n in graph.nodes(b.workflow)
                      if role_of(n) in QUIET_ENDS]  # fmt: skip
-        held.append(release.Held(nodekit.Names(kind="Dedupe"), record))
+        held.append(release_side.Held(nodekit.Names(kind="Dedupe"), record))
     restores = chains["guard-restore"] if guard else chains["lock-restore"]
     text = notes.release(b.key, lock is not None, guard)
-    release.inline(b, held, restores, ends, quiet, text)
+    release_side.inline(b, held, restores, ends, quiet, text)
 
 
 def _set_output(

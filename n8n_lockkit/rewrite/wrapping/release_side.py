@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from n8n_lockkit.primitives import engine, nodekit
-from n8n_lockkit.rewrite.builder import (
+from n8n_lockkit.rewrite.wrapping.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
     Builder,
     frame_release,
     join_once,
     joins,
 )
-from n8n_lockkit.rewrite.wrap_nodes import (
+from n8n_lockkit.rewrite.wrapping.nodes import (
     acquired,
     call,
     if_parameters,

@@ -8,8 +8,8 @@ with what was there before, so that unwrap restores the settings exactly.
 from __future__ import annotations
 
 from n8n_lockkit.primitives.formats import role_of
-from n8n_lockkit.rewrite.configs import WrapError
-from n8n_lockkit.rewrite.graph import Workflow
+from n8n_lockkit.rewrite.graphs.graph import Workflow
+from n8n_lockkit.rewrite.wrapping.configs import WrapError
 
 HANDLER_ID = "{{@:env:workflows.error_handler_lock_cleanup.id}}"
 # What wrap changed in settings, noted on Lock Release so that unwrap can give back exactly

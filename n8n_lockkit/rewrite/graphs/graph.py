@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.rewrite import node_types
+from n8n_lockkit.rewrite.graphs import node_types
 
 Workflow = dict[str, Any]
 Node = dict[str, Any]

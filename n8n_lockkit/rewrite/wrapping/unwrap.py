@@ -6,8 +6,9 @@ import copy
 import json
 from typing import Any
 
-from n8n_lockkit.rewrite import graph
-from n8n_lockkit.rewrite.configs import (
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.graphs.graph import Workflow
+from n8n_lockkit.rewrite.wrapping.configs import (
     CONFIG_MARK,
     INLINE_RATE_SHIFT,
     RATE_SHIFT,
@@ -16,9 +17,8 @@ from n8n_lockkit.rewrite.configs import (
     Rates,
     WrapError,
 )
-from n8n_lockkit.rewrite.graph import Workflow
-from n8n_lockkit.rewrite.wrap_nodes import role_of
-from n8n_lockkit.rewrite.wrap_settings import (
+from n8n_lockkit.rewrite.wrapping.nodes import role_of
+from n8n_lockkit.rewrite.wrapping.settings import (
     BEFORE_EMPTY_ERROR_WORKFLOW,
     BEFORE_MARK,
     BEFORE_NO_ORDER,

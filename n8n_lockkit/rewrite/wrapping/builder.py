@@ -7,11 +7,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from n8n_lockkit.primitives import engine, nodekit
-from n8n_lockkit.rewrite import graph, layout, notes
-from n8n_lockkit.rewrite.canvas_geometry import NODE_SIZE
-from n8n_lockkit.rewrite.configs import WrapError
-from n8n_lockkit.rewrite.graph import Entry, Node, Workflow, link
-from n8n_lockkit.rewrite.wrap_nodes import if_parameters, js_literal, owned, role_of
+from n8n_lockkit.rewrite.canvas import placement
+from n8n_lockkit.rewrite.canvas.geometry import NODE_SIZE
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.graphs.graph import Entry, Node, Workflow, link
+from n8n_lockkit.rewrite.wrapping import notes
+from n8n_lockkit.rewrite.wrapping.configs import WrapError
+from n8n_lockkit.rewrite.wrapping.nodes import if_parameters, js_literal, owned, role_of
 
 # A Merge node that passes its input 1 through untouched (binary data too) once every input
 # has arrived: how the inline form waits for the lock, and for the release, without a Code node.
@@ -61,7 +63,7 @@ class Builder:
                 hint="rename that node; n8nlock reserves the name",
             )
         if not placed:
-            node["position"] = layout.free_spot(self.workflow, node["position"])
+            node["position"] = placement.free_spot(self.workflow, node["position"])
         self.workflow["nodes"].append(node)
         return str(node["name"])
 
@@ -74,17 +76,17 @@ class Builder:
     def stack(self, block: Block) -> None:
         """Put a block above the body (and the blocks stacked before it), in its note."""
         if self.bottom is None:
-            body = layout.user_extent(self.workflow)
-            self.bottom = body.y - layout.NOTE_HEADER - layout.NOTE_GAP
-        layout.stack_above(block.nodes, self.bottom)
-        self.bottom = layout.note_top(block.nodes) - layout.NOTE_GAP
+            body = placement.user_extent(self.workflow)
+            self.bottom = body.y - placement.NOTE_HEADER - placement.NOTE_GAP
+        placement.stack_above(block.nodes, self.bottom)
+        self.bottom = placement.note_top(block.nodes) - placement.NOTE_GAP
         self.framed.append(block)
 
     def frames(self) -> None:
         """Frame every block in its note."""
         for block in self.framed:
-            box = layout.extent(block.nodes)
-            self.add(layout.note(self.key, block.role, block.name, block.text, box), placed=True)
+            box = placement.extent(block.nodes)
+            self.add(placement.note(self.key, block.role, block.name, block.text, box), placed=True)
 
     def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
         main = self.workflow["connections"].setdefault(source, {}).setdefault("main", [])
@@ -106,7 +108,7 @@ def frame_release(b: Builder, names: list[str], text: str | None = None) -> None
 def release_spot(b: Builder) -> tuple[int, int]:
     """Right of the body's nodes, on the first entry's row: where Lock Join goes (the blocks
     n8nlock stacks above the body do not push it further right)."""
-    return int(layout.user_extent(b.workflow).right - NODE_SIZE) + STEP, b.join_y
+    return int(placement.user_extent(b.workflow).right - NODE_SIZE) + STEP, b.join_y
 
 
 def join_once(

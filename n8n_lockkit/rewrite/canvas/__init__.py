@@ -1,0 +1,1 @@
+"""Where nodes sit on n8n's canvas: geometry, and placing and framing added blocks."""

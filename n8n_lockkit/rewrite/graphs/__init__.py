@@ -1,0 +1,1 @@
+"""Workflow graphs as n8n stores them: pure operations, and n8n's node catalogue."""
