@@ -12,9 +12,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from n8n_lockkit.primitives import keys, nodekit
+from n8n_lockkit.primitives import keys, nodekit, templating
 from n8n_lockkit.primitives.catalogue import ERROR_HANDLER
-from n8n_lockkit.primitives.template_files import fill, read_script
 
 Workflow = dict[str, Any]
 _NODE_IDS = uuid.UUID("6f1d2c3e-5b7a-4c1e-9a0d-8e2f4b6c7d10")
@@ -40,9 +39,7 @@ def _node(
 
 
 def _code(ident: str, name: str, script: str, x: int, y: int) -> nodekit.Node:
-    label = f"script {_SCRIPTS}/{script}.js"
-    tokens = {"__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS)}
-    code = fill(read_script(f"{_SCRIPTS}/{script}"), label, tokens).rstrip("\n")
+    code = templating.code(f"{_SCRIPTS}/{script}")
     parameters = {"mode": "runOnceForAllItems", "language": "javaScript", "jsCode": code}
     return _node(ident, name, "n8n-nodes-base.code", 2, x, y, parameters=parameters)
 

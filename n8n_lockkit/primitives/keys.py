@@ -49,6 +49,8 @@ Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fenc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 FORMAT = 3
 LOCK_PREFIX = "n8n-lock-"
 TICKET_SUFFIX = ":ticket"
@@ -92,6 +94,52 @@ DONE_PREFIX = "n8nlock:done:"
 RELEASE_MARGIN_SECONDS = 2
 # Histogram buckets of the wait before an acquisition (seconds; `inf` above the last).
 WAIT_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 300)
+# The rate limit's keys (primitives/rate.py): a sliding limit's slots hash
+# `n8n-ratelimit-<scope>:slots<W>` and its claims `<hash>:c<slot>:<generation>`; a fixed
+# limit's counter `n8n-ratelimit-<scope>-<window number>`.
+RATE_PREFIX = "n8n-ratelimit-"
+SLOTS_SUFFIX = ":slots"
+CLAIM_SUFFIX = ":c"
+WINDOW_SEPARATOR = "-"
+
+
+@dataclass(frozen=True)
+class KeySchema:
+    """The key layout as the templates write it (`<< keys.lock >>${scope}`): every prefix and
+    suffix the scripts put together, from the constants above, so that no script writes one."""
+
+    lock: str = LOCK_PREFIX
+    ticket: str = TICKET_SUFFIX
+    served: str = SERVED_SUFFIX
+    holder: str = HOLDER_SUFFIX
+    gone: str = GONE_SUFFIX
+    meta: str = LANE_META_SUFFIX
+    v1_meta: str = META_SUFFIX
+    hold: str = HOLD_SUFFIX
+    fast: str = FAST_SUFFIX
+    index: str = INDEX_PREFIX
+    stats: str = STATS_PREFIX
+    done: str = DONE_PREFIX
+    rate: str = RATE_PREFIX
+    slots: str = SLOTS_SUFFIX
+    claim: str = CLAIM_SUFFIX
+    window: str = WINDOW_SEPARATOR
+
+
+SCHEMA = KeySchema()
+# The numbers of the layout that scripts and Python share (`<< fast_scale >>` in a script).
+CONSTANTS: dict[str, int] = {
+    "format": FORMAT,
+    "fast_scale": FAST_SCALE,
+    "held_mark": HELD_MARK,
+    "held_wrap_ms": HELD_WRAP_MS,
+    "skip_grace_ms": SKIP_GRACE_SECONDS * 1000,
+    "safe_entry_ms": SAFE_ENTRY_MS,
+    "gone_min_ttl": GONE_MIN_TTL_SECONDS,
+    "released_ttl": RELEASED_META_TTL_SECONDS,
+    "release_margin_ms": RELEASE_MARGIN_SECONDS * 1000,
+    "stats_ttl": STATS_TTL_SECONDS,
+}
 
 
 def lock_key(scope: str) -> str:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from n8n_lockkit.errors import TemplateError
+from n8n_lockkit.primitives import templating
 from n8n_lockkit.primitives.formats import managed_notes, role_of
-from n8n_lockkit.primitives.template_files import fill, read_script
 
 Node = dict[str, Any]
 Connections = dict[str, Any]
@@ -307,26 +307,15 @@ SET_EXPIRING_EACH = {
 # For the sub-workflow primitives (render.py): the same scripts and node builders.
 
 
+def _context(tokens: Mapping[str, str]) -> dict[str, str]:
+    return {token.strip("_").lower(): value for token, value in tokens.items()}
+
+
 def script_expression(name: str, tokens: Mapping[str, str]) -> str:
-    """`templates/js/<name>.js` as one n8n expression that returns its object, its `__NAME__`
-    tokens filled in (`template_files.fill`).
-
-    Comment lines go (they are for the reader of the file); `{{` and `}}` cannot appear, since
-    n8n would read them as the end of the expression.
-    """
-    return f"={{{{ {script_call(name, tokens)} }}}}"
-
-
-def without_comments(source: str) -> str:
-    """A script's lines but its comment lines: an expression carries no comments."""
-    return "\n".join(line for line in source.splitlines() if not line.strip().startswith("//"))
+    """`templates/js/<name>.js` as one n8n expression that returns its object."""
+    return templating.expression(name, **_context(tokens))
 
 
 def script_call(name: str, tokens: Mapping[str, str]) -> str:
-    """The JavaScript of `script_expression` without the `={{ }}` around it: a call that
-    returns the script's object, to use inside a larger expression (an If condition)."""
-    label = f"script {name}.js"
-    body = fill(without_comments(read_script(name)), label, tokens)
-    if "{{" in body or "}}" in body:
-        raise TemplateError(f"{label}: '{{{{' or '}}}}' would end the expression")
-    return f"(() => {{\n{body}\n}})()"
+    """The JavaScript of `script_expression` without the `={{ }}` around it."""
+    return templating.call(name, **_context(tokens))

@@ -38,7 +38,6 @@ from typing import Any
 
 from n8n_lockkit.primitives import engine, nodekit
 from n8n_lockkit.primitives.nodekit import Group, Names, ref, set_raw, split_out, value_js
-from n8n_lockkit.primitives.template_files import read_script
 
 _WEBHOOK_IDS = uuid.UUID("5b0e2f64-3c1d-4e8a-9f27-6d4c8b1a7e35")
 # How long after its start a slot is free again, beyond W: a call goes only if its last look at
@@ -103,9 +102,8 @@ class RateInputs:
 
 
 def _expression(name: str, tokens: dict[str, str]) -> str:
-    """`templates/js/engine/rate/<name>.js`; a script that needs the planner has `__PLAN__`."""
-    plan = nodekit.without_comments(read_script("engine/rate/plan"))
-    return nodekit.script_expression(f"engine/rate/{name}", {"__PLAN__": plan, **tokens})
+    """`templates/js/engine/rate/<name>.js`."""
+    return nodekit.script_expression(f"engine/rate/{name}", tokens)
 
 
 def _input_js(limits: Sequence[RateInputs]) -> str:

@@ -96,7 +96,7 @@ def test_a_wheel_renders_the_primitives_outside_the_source_tree(
     script = (
         "from n8n_lockkit.primitives.catalogue import PRIMITIVES\n"
         "from n8n_lockkit.primitives.render import render_primitive\n"
-        "from n8n_lockkit.primitives.template_files import templates_dir\n"
+        "from n8n_lockkit.primitives.templating import templates_dir\n"
         "print(templates_dir())\n"
         "print(sum(len(render_primitive(p)['nodes']) for p in PRIMITIVES.values()))\n"
     )

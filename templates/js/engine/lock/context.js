@@ -3,7 +3,7 @@
 // undefined or null to object"), so a bad input is answered as { problem } for Lock Input
 // Valid? to stop the execution with it.
 try {
-__INPUT__
+<< input >>
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
 const whole = (name, value, fallback) => {
   if (value === null || value === undefined || value === '') return fallback;
@@ -15,8 +15,8 @@ const whole = (name, value, fallback) => {
 };
 const scope = text(input.scope);
 if (!scope) throw new Error('n8nlock lock: scope is empty (an empty scope would lock nothing); check the scope you passed');
-const ttl = whole('ttl_seconds', input.ttl_seconds, __DEFAULT_TTL__);
-const maxWait = whole('max_wait_seconds', input.max_wait_seconds, __DEFAULT_MAX_WAIT__);
+const ttl = whole('ttl_seconds', input.ttl_seconds, << default_ttl >>);
+const maxWait = whole('max_wait_seconds', input.max_wait_seconds, << default_max_wait >>);
 const slots = whole('max_concurrent', input.slots, 1);
 const wait = !(input.wait === false || input.wait === 'false');
 // The overlap policy: what a caller does when the scope is busy. `wait` (the default) and
@@ -34,13 +34,13 @@ const waits = policy === 'wait' || policy === 'buffer-one';
 const dedupeWindow = input.dedupe_window === null || input.dedupe_window === undefined || input.dedupe_window === ''
   ? null : whole('dedupe window_seconds', input.dedupe_window, null);
 const dedupe = dedupeWindow === null ? null : {
-  key: text(input.dedupe_key), window_seconds: dedupeWindow, done_key: `__DONE_PREFIX__${scope}`,
+  key: text(input.dedupe_key), window_seconds: dedupeWindow, done_key: `<< keys.done >>${scope}`,
 };
 const executionId = text(input.execution_id) || String($execution.id);
 const workflowId = text(input.workflow_id) || 'unknown';
 const now = Date.now();
 const hour = new Date(now).toISOString().slice(0, 13).replace(/[-T]/g, '');
-const base = `n8n-lock-${scope}`;
+const base = `<< keys.lock >>${scope}`;
 return {
   problem: null,
   scope, base, slots, wait: waits, on_busy: policy, dedupe,
@@ -53,20 +53,20 @@ return {
   // Also the anchor of the safe-entry window (verify.js): earlier than the ticket's INCR.
   started_ms: now,
   deadline_ms: now + maxWait * 1000,
-  stats_prefix: `n8nlock:stats:${hour}:`,
-  index_key: `n8nlock:exec:${workflowId}:${executionId}`,
+  stats_prefix: `<< keys.stats >>${hour}:`,
+  index_key: `<< keys.index >>${workflowId}:${executionId}`,
   // A skip mark must outlive any stall of the skipped caller shorter than its lease.
-  gone_ttl: Math.max(ttl, __GONE_MIN_TTL__),
+  gone_ttl: Math.max(ttl, << gone_min_ttl >>),
   // One INCR node: a count, for a mutex the fast-path value that tells whether the ticket is
   // next (keys.py), and the ticket (a scalar, never expires: it is also the fence), last: a
   // node that fails part-way and runs again (engine.RETRY) then draws one ticket, not two. A
   // mutex caller that may wait also reads the hold average this way (+1 ms per arrival until
   // the next release sets it again), so that one far back in line sleeps before its first read.
   incr: [
-    { key: `n8nlock:stats:${hour}:arrived:${scope}`, expire: true, ttl: __STATS_TTL__ },
-    ...(slots === 1 ? [{ key: `${base}:fast`, expire: false, ttl: 1 }] : []),
-    ...(slots === 1 && policy === 'wait' ? [{ key: `${base}:hold_ms`, expire: false, ttl: 1 }] : []),
-    { key: `${base}:ticket`, expire: false, ttl: 1 },
+    { key: `<< keys.stats >>${hour}:arrived:${scope}`, expire: true, ttl: << stats_ttl >> },
+    ...(slots === 1 ? [{ key: `${base}<< keys.fast >>`, expire: false, ttl: 1 }] : []),
+    ...(slots === 1 && policy === 'wait' ? [{ key: `${base}<< keys.hold >>`, expire: false, ttl: 1 }] : []),
+    { key: `${base}<< keys.ticket >>`, expire: false, ttl: 1 },
   ],
 };
 } catch (error) {

@@ -2,14 +2,14 @@
 // give up. Tickets are served in order per lane (ticket % slots); a lane's `served` holds the
 // last ticket that left it, so the lane's head is served + slots. Each ticket that entered has
 // its own record (`holder:<t>`), so no write, however late, overwrites another caller's.
-const ctx = __CONTEXT__;
+const ctx = << context >>;
 // This node looks at the line (read.js) and decides. A look that must read the line first
 // answers `read` (Lock Route → Lock Read Line → this node again): this node's last decision is
 // then that look, which the read completes. Any other last decision is the one before this
 // look (read.js: `before`).
-const asked = __DECIDED__ ? __DECISION__ : null;
+const asked = << decided >> ? << decision >> : null;
 const fresh = asked === null || asked.state !== 'read';
-const look = fresh ? __LOOK__ : asked.look;
+const look = fresh ? << look >> : asked.look;
 if (fresh && !look.skip_read) return { ticket: look.ticket, lane: look.lane, state: 'read', look, read: look.read };
 // Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
 // starts at a later look.
@@ -24,7 +24,7 @@ const N = ctx.slots;
 const t = look.ticket;
 // On the fast path nothing was read: the ticket before this one is the last out, and its
 // release wrote the fast-path value after marking its record released (release.js).
-const values = look.fast ? [String(t - 1), null, null, null] : __READ__.map((item) => item.json.value);
+const values = look.fast ? [String(t - 1), null, null, null] : << read >>.map((item) => item.json.value);
 const [servedRaw, holdRaw, laneRaw, oldRaw] = values;
 // A holder of the format before engine v2 (a count at the bare scope key) still holds the
 // scope: during an upgrade the new form waits for it instead of entering beside it.
@@ -63,7 +63,7 @@ const active = (ticket) => {
 };
 const meta = known(head) ? records[head] : null;
 const holding = active(head);
-const averageMs = holdRaw ? Number(holdRaw) : __DEFAULT_HOLD_MS__;
+const averageMs = holdRaw ? Number(holdRaw) : << default_hold_ms >>;
 const before = look.before && look.before.ticket === t ? look.before : null;
 const waitedMs = now - ctx.started_ms;
 const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0, fast: look.fast };
@@ -79,9 +79,9 @@ const turnedAway = (holderExecution, firstExecution) => {
   const metric = ctx.dedupe ? 'duplicate' : state === 'busy' ? 'busy' : 'skipped';
   return {
     ...out, state, message,
-    gone: { key: `${ctx.base}:gone:${t}`, ttl: ctx.gone_ttl, at: String(now) },
+    gone: { key: `${ctx.base}<< keys.gone >>${t}`, ttl: ctx.gone_ttl, at: String(now) },
     incr: [stat(metric)],
-    leave: [{ key: `${ctx.base}:gone:${t}`, expire: true, ttl: ctx.gone_ttl }, stat(metric)],
+    leave: [{ key: `${ctx.base}<< keys.gone >>${t}`, expire: true, ttl: ctx.gone_ttl }, stat(metric)],
     answer: {
       skipped: true, acquired: false, reason: ctx.dedupe ? 'duplicate' : 'busy',
       scope: ctx.scope, on_busy: ctx.on_busy, holder_execution_id: holderExecution,
@@ -89,12 +89,12 @@ const turnedAway = (holderExecution, firstExecution) => {
     },
   };
 };
-const bucket = (seconds) => __WAIT_BUCKETS__.find((le) => seconds <= le) ?? 'inf';
-const stat = (name) => ({ key: `${ctx.stats_prefix}${name}:${ctx.scope}`, expire: true, ttl: __STATS_TTL__ });
+const bucket = (seconds) => << wait_buckets >>.find((le) => seconds <= le) ?? 'inf';
+const stat = (name) => ({ key: `${ctx.stats_prefix}${name}:${ctx.scope}`, expire: true, ttl: << stats_ttl >> });
 // A look that did not read the records it needs looks again at once, knowing the head now.
 const again = (reason) => ({ ...out, state: 'wait', reason, expected_ms: 0, wake_ms: 0, overdue: 0, sleep_seconds: 0.01 });
 // Skipped while alive (it stalled past the grace): draw again, counting no new arrival.
-if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}:ticket`, expire: false, ttl: 1 }] };
+if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}<< keys.ticket >>`, expire: false, ttl: 1 }] };
 // The ticket before the head must have left before the head may enter: its record may have
 // been written late, after a caller behind it had skipped it (verify.js withdraws it then).
 if (!known(head - N)) return again('unread');
@@ -103,7 +103,7 @@ const blocked = oldHolder || active(head - N);
 if (t === head && !blocked) {
   const expiresMs = now + ctx.ttl_seconds * 1000;
   const record = {
-    lock_id: ctx.lock_id, scope: ctx.scope, ticket: t, fence: t, slots: N, format: __FORMAT__,
+    lock_id: ctx.lock_id, scope: ctx.scope, ticket: t, fence: t, slots: N, format: << format >>,
     workflow_id: ctx.workflow_id, workflow_name: ctx.workflow_name, execution_id: ctx.execution_id,
     locked_at: new Date(now).toISOString(), locked_ms: now,
     expires_at: new Date(expiresMs).toISOString(), expires_ms: expiresMs,
@@ -111,7 +111,7 @@ if (t === head && !blocked) {
   };
   return {
     ...out, state: 'enter', hold_average_ms: holdRaw ? Number(holdRaw) : null,
-    anchor_ms: ctx.started_ms, base: ctx.base, gone_key: `${ctx.base}:gone:${t}`,
+    anchor_ms: ctx.started_ms, base: ctx.base, gone_key: `${ctx.base}<< keys.gone >>${t}`,
     // The release writes it (release.js): a duplicate guard's mark of this success.
     dedupe: ctx.dedupe,
     ...record,
@@ -122,17 +122,17 @@ if (t === head && !blocked) {
     // them all again.
     set: [
       // An object: Lock Hold writes it as a hash (one field per scope the execution holds).
-      { key: ctx.index_key, value: { [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: __FORMAT__ }) }, ttl: ctx.ttl_seconds + 3600 },
+      { key: ctx.index_key, value: { [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: << format >> }) }, ttl: ctx.ttl_seconds + 3600 },
       // A mutex's fast-path value keeps naming the last ticket out (t - 1, which `served` is),
       // and tells arrivals when this ticket entered (read.js).
       // It expires with the lease: only a hint, and an arrival that finds none reads the line.
-      ...(N === 1 ? [{ key: `${ctx.base}:fast`, value: String((t - 1) * __FAST_SCALE__ + __HELD_MARK__ + (now % __HELD_WRAP_MS__)), ttl: ctx.ttl_seconds }] : []),
+      ...(N === 1 ? [{ key: `${ctx.base}<< keys.fast >>`, value: String((t - 1) * << fast_scale >> + << held_mark >> + (now % << held_wrap_ms >>)), ttl: ctx.ttl_seconds }] : []),
       // The copy for the operator commands and format-2 callers (keys.py); it holds nothing
       // by itself for this engine.
       // Both live until `expires_ms`, counted when Lock Hold writes them (expires_ms in
       // SET_EXPIRING_EACH): a Lock Hold delayed by a stall must not outlive the holder's own expiry.
-      { key: `${ctx.base}:meta:${look.lane}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
-      { key: `${ctx.base}:holder:${t}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
+      { key: `${ctx.base}<< keys.meta >>${look.lane}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
+      { key: `${ctx.base}<< keys.holder >>${t}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
     ],
   };
 }
@@ -145,7 +145,7 @@ const giveUp = (state, metric, message) => ({
   ...out, state, message,
   // One INCR node marks the ticket gone (a count: a mark that a caller behind wrote first, a
   // time or 1, stays a number) and counts the give-up.
-  leave: [{ key: `${ctx.base}:gone:${t}`, expire: true, ttl: ctx.gone_ttl }, stat(metric)],
+  leave: [{ key: `${ctx.base}<< keys.gone >>${t}`, expire: true, ttl: ctx.gone_ttl }, stat(metric)],
 });
 // Watched: the time since the answer of the first look that saw this head, with the ticket
 // before it gone (not while it still leaves), to the start of this look (read.js): a stall in
@@ -166,13 +166,13 @@ const markedHead = quiet && marks[head] !== null && marks[head] !== undefined;
 const releasedHead = quiet && meta !== null && meta !== undefined && meta.released === true && meta.ticket === head;
 out.released_head = releasedHead;
 const leftHead = releasedHead && before && before.head === head && before.released_head === true;
-const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= __SKIP_GRACE_MS__;
+const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= << skip_grace_ms >>;
 const skipHead = (last) => ({
   // The next head is watched from a later look of its own, never from this one's watch.
   ...out, head: last + N, quiet_since: null, state: 'skip',
   skip: [
-    { key: `${ctx.base}:gone:${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
-    { key: `${ctx.base}:served:${look.lane}`, type: 'string', value: String(last), ttl: 0 },
+    { key: `${ctx.base}<< keys.gone >>${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
+    { key: `${ctx.base}<< keys.served >>${look.lane}`, type: 'string', value: String(last), ttl: 0 },
   ],
 });
 // A marked head goes with the marked tickets right behind it that this look read and that do
@@ -206,13 +206,13 @@ if (ctx.on_busy === 'skip') {
     if (marks[k] !== undefined && marks[k] !== null && at > 1e12) left.push(at);
   }
   const quietSince = left.length > 0 ? Math.min(...left) : null;
-  const dead = !holding && !blocked && quietSince !== null && now - quietSince >= __SKIP_GRACE_MS__;
+  const dead = !holding && !blocked && quietSince !== null && now - quietSince >= << skip_grace_ms >>;
   return dead ? skipHead(head) : skipped();
 }
 if (ctx.on_busy === 'buffer-one') {
   // Wait only when no ticket between the head and mine (in my lane) still waits: one that has
   // not left a mark may still enter. Unread tickets count as waiting once the look read from
-  // the head (read.js reads up to __BUFFER_WINDOW__ of them).
+  // the head (read.js reads up to << buffer_window >> of them).
   let unread = false;
   for (let k = head + N; k < t; k += N) {
     if (marks[k] === undefined) { unread = true; break; }
@@ -230,14 +230,14 @@ if (now >= ctx.deadline_ms) {
 // wakes just after the expected release, then looks every 10 ms, and backs off when the
 // holder overruns (or when the ticket before it is slow to leave).
 const ahead = (t - head) / N;
-const turnMs = averageMs + __HANDOFF_MS__;
+const turnMs = averageMs + << handoff_ms >>;
 // A head whose record says released is between the release's writes, or already gone.
 const releasing = meta !== null && meta !== undefined && meta.released && meta.ticket === head;
 const holderLeft = holding && meta ? meta.locked_ms + averageMs - now : releasing || blocked ? 0 : turnMs;
 const expectedMs = ahead === 0 ? 0 : holderLeft + (ahead - 1) * turnMs;
-const wakeMs = ahead <= 1 ? expectedMs + (ahead === 1 ? __WAKE_LATE_MS__ : 0) : expectedMs * __FAR_SLEEP_SHARE__;
-const overdue = before && before.wake_ms <= __MIN_POLL_MS__ ? before.overdue + 1 : 0;
-const sleepMs = wakeMs > __MIN_POLL_MS__
-  ? Math.min(wakeMs, __MAX_SLEEP_MS__)
-  : Math.min(__MIN_POLL_MS__ * 1.5 ** Math.max(0, overdue - 6), __MAX_POLL_MS__);
+const wakeMs = ahead <= 1 ? expectedMs + (ahead === 1 ? << wake_late_ms >> : 0) : expectedMs * << far_sleep_share >>;
+const overdue = before && before.wake_ms <= << min_poll_ms >> ? before.overdue + 1 : 0;
+const sleepMs = wakeMs > << min_poll_ms >>
+  ? Math.min(wakeMs, << max_sleep_ms >>)
+  : Math.min(<< min_poll_ms >> * 1.5 ** Math.max(0, overdue - 6), << max_poll_ms >>);
 return { ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };

@@ -1,11 +1,11 @@
 // What to read on this look at the line: one GET node reads every key in one connection. Runs
 // inside Lock Decide (decide.js), which reads the line when `skip_read` is false.
-const ctx = __CONTEXT__;
+const ctx = << context >>;
 const now = Date.now();
 // The ticket is the one the last INCR drew (a requeue draws a new one); a decision about an
 // earlier ticket says nothing about this one.
-const ticket = Number(__DRAWN__.map((item) => item.json[`${ctx.base}:ticket`]).find((v) => v !== undefined));
-const decided = __DECIDED__ ? __DECISION__ : null;
+const ticket = Number(<< drawn >>.map((item) => item.json[`${ctx.base}<< keys.ticket >>`]).find((v) => v !== undefined));
+const decided = << decided >> ? << decision >> : null;
 const before = decided && decided.ticket === ticket && decided.state !== 'requeue' ? decided : null;
 const N = ctx.slots;
 const lane = ticket % N;
@@ -13,9 +13,9 @@ const lane = ticket % N;
 // enters without this read. Only a first ticket counts, and only a value a release or a
 // holder wrote (a holder writes the ticket before its own, so no arrival matches it).
 const firstTicket = decided === null;
-const drawn = (name) => (firstTicket ? __DRAWN__.map((item) => item.json[`${ctx.base}:${name}`]).find((v) => v !== undefined) : undefined);
+const drawn = (name) => (firstTicket ? << drawn >>.map((item) => item.json[`${ctx.base}:${name}`]).find((v) => v !== undefined) : undefined);
 const fastValue = Number(drawn('fast') ?? 0);
-const lastOut = Math.floor(fastValue / __FAST_SCALE__);
+const lastOut = Math.floor(fastValue / << fast_scale >>);
 // A duplicate guard always reads: its done mark is read with the line (no fast path).
 const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1 && !ctx.dedupe;
 // A waiter sleeps before its first read when the same INCR node told it enough: the tickets
@@ -26,22 +26,22 @@ const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1 && !ctx.dedupe;
 const ahead = ticket - lastOut - 1;
 const averageRaw = Number(drawn('hold_ms') ?? 0) - (ahead + 1);
 const averageMs = averageRaw >= 20 ? averageRaw : null;
-const rest = fastValue - lastOut * __FAST_SCALE__;
-const entered = rest >= __HELD_MARK__;
-const wrap = __HELD_WRAP_MS__;
-const enteredMod = (((rest - __HELD_MARK__ - ahead) % wrap) + wrap) % wrap;
+const rest = fastValue - lastOut * << fast_scale >>;
+const entered = rest >= << held_mark >>;
+const wrap = << held_wrap_ms >>;
+const enteredMod = (((rest - << held_mark >> - ahead) % wrap) + wrap) % wrap;
 const enteredMs = now - ((((now - enteredMod) % wrap) + wrap) % wrap);
 let sleepFirstMs = null;
 // Only a plain waiter: a buffer-one caller first finds out whether it may wait at all.
 if (!fast && ctx.on_busy === 'wait' && N === 1 && lastOut >= 1 && averageMs !== null && ahead >= 1) {
-  const turnMs = averageMs + __HANDOFF_MS__;
+  const turnMs = averageMs + << handoff_ms >>;
   if (entered) {
     const expectedMs = Math.max(0, enteredMs + averageMs - now) + (ahead - 1) * turnMs;
-    const wakeMs = expectedMs * (ahead === 1 ? 1 : __FAR_SLEEP_SHARE__) + __WAKE_LATE_MS__;
-    if (wakeMs > __MIN_POLL_MS__) sleepFirstMs = Math.min(wakeMs, __MAX_SLEEP_MS__);
+    const wakeMs = expectedMs * (ahead === 1 ? 1 : << far_sleep_share >>) + << wake_late_ms >>;
+    if (wakeMs > << min_poll_ms >>) sleepFirstMs = Math.min(wakeMs, << max_sleep_ms >>);
   } else if (ahead >= 2) {
     // The next ticket has not entered yet: the turns between it and me cannot end sooner.
-    sleepFirstMs = Math.min((ahead - 1) * turnMs * __FAR_SLEEP_SHARE__, __MAX_SLEEP_MS__);
+    sleepFirstMs = Math.min((ahead - 1) * turnMs * << far_sleep_share >>, << max_sleep_ms >>);
   }
 }
 // Records are per ticket, so a look names the tickets whose records it reads: a window
@@ -62,8 +62,8 @@ const window = guess - N >= 1 ? [guess - N] : [];
 // tickets after it: their marks are the oldest, which tell whether the head died.
 // The look after a skip reads further: the marked tickets a burst of skipped callers left go in
 // one write when one look read them all (decide.js).
-const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip') ? __BUFFER_WINDOW__
-  : ctx.on_busy === 'skip' ? __SKIP_WINDOW__ : __LOOK_WINDOW__;
+const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip') ? << buffer_window >>
+  : ctx.on_busy === 'skip' ? << skip_window >> : << look_window >>;
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 return {
   ticket, lane, guess, fast, window,
@@ -74,13 +74,13 @@ return {
   last_out: lastOut, ahead, sleep_first_ms: sleepFirstMs,
   before,
   read: [
-    { key: `${ctx.base}:served:${lane}` },
-    { key: `${ctx.base}:hold_ms` },
+    { key: `${ctx.base}<< keys.served >>${lane}` },
+    { key: `${ctx.base}<< keys.hold >>` },
     // A holder of format 2 keeps its record here (format 3 writes only a copy, marked so).
-    { key: `${ctx.base}:meta:${lane}` },
+    { key: `${ctx.base}<< keys.meta >>${lane}` },
     // The counter of the format before engine v2: its holder keeps the scope (docs/upgrading.md).
     { key: ctx.base },
-    ...window.flatMap((k) => [{ key: `${ctx.base}:holder:${k}` }, { key: `${ctx.base}:gone:${k}` }]),
+    ...window.flatMap((k) => [{ key: `${ctx.base}<< keys.holder >>${k}` }, { key: `${ctx.base}<< keys.gone >>${k}` }]),
     // Last: a release writes the done mark before it frees the line, so a look that finds the
     // line free also finds the mark.
     ...(ctx.dedupe ? [{ key: ctx.dedupe.done_key }] : []),

@@ -4,17 +4,17 @@
 // `served` not yet waits a moment; two looks in a row that see so skip it (a release stopped
 // between its writes). SET is idempotent, so a second release (or the cleanup handler after
 // this one) changes nothing.
-const held = __HELD__;
+const held = << held >>;
 const now = Date.now();
-const base = `n8n-lock-${held.scope}`;
+const base = `<< keys.lock >>${held.scope}`;
 const released = JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() });
-if (now >= held.expires_ms - __RELEASE_MARGIN_MS__) {
+if (now >= held.expires_ms - << release_margin_ms >>) {
   // This close to the lock's expiry (or past it) the lane is left to the caller behind, which
   // skips this ticket; only this ticket's own record says it left, so that it does so at once.
   // The record is per ticket: no other caller's key is written.
   return {
     released: false, reason: 'expired', scope: held.scope, lock_id: held.lock_id, incr: held.wait_stats,
-    set: [{ key: `${base}:holder:${held.ticket}`, value: released, ttl: __RELEASED_TTL__ }],
+    set: [{ key: `${base}<< keys.holder >>${held.ticket}`, value: released, ttl: << released_ttl >> }],
   };
 }
 const heldMs = now - held.locked_ms;
@@ -27,12 +27,12 @@ return {
     // A duplicate guard's mark of this success goes first: a caller that finds the line free
     // (after `served` below) also finds it (read.js reads it last).
     ...(held.dedupe ? [{ key: held.dedupe.done_key, value: JSON.stringify({ execution_id: held.execution_id, workflow_id: held.workflow_id, done_at: new Date(now).toISOString() }), ttl: held.dedupe.window_seconds }] : []),
-    { key: `${base}:holder:${held.ticket}`, value: released, ttl: __RELEASED_TTL__ },
-    { key: `${base}:meta:${held.lane}`, value: released, ttl: __RELEASED_TTL__ },
-    { key: `${base}:served:${held.lane}`, value: String(held.ticket), ttl: 0 },
+    { key: `${base}<< keys.holder >>${held.ticket}`, value: released, ttl: << released_ttl >> },
+    { key: `${base}<< keys.meta >>${held.lane}`, value: released, ttl: << released_ttl >> },
+    { key: `${base}<< keys.served >>${held.lane}`, value: String(held.ticket), ttl: 0 },
     // After `served` and the record, so that it never names a ticket ahead of `served`, or
     // one whose record still holds (keys.py).
-    ...(held.slots === 1 ? [{ key: `${base}:fast`, value: String(held.ticket * __FAST_SCALE__), ttl: 0 }] : []),
-    { key: `${base}:hold_ms`, value: String(average), ttl: 604800 },
+    ...(held.slots === 1 ? [{ key: `${base}<< keys.fast >>`, value: String(held.ticket * << fast_scale >>), ttl: 0 }] : []),
+    { key: `${base}<< keys.hold >>`, value: String(average), ttl: 604800 },
   ],
 };

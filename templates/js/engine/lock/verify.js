@@ -7,11 +7,11 @@
 // mark. Either that read sees the mark (the caller withdraws and draws again), or it came
 // before the skip wrote it, and then the record came before too, so the caller after this
 // one, which reads this record once `served` names this ticket, waits for it.
-const held = __DECISION__;
+const held = << decision >>;
 const now = Date.now();
 const elapsedMs = now - held.anchor_ms;
 return {
-  check: elapsedMs >= __SAFE_ENTRY_MS__,
+  check: elapsedMs >= << safe_entry_ms >>,
   elapsed_ms: elapsedMs,
   gone_key: held.gone_key,
 };

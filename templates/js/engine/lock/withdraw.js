@@ -1,10 +1,10 @@
 // A caller that finds its ticket skipped after writing its record holds nothing: it marks its
 // own record left (no other caller's key is touched), and draws a new ticket at the back.
-const held = __DECISION__;
+const held = << decision >>;
 const now = Date.now();
 return {
   set: [
-    { key: `${held.base}:holder:${held.ticket}`, type: 'string', value: JSON.stringify({ released: true, withdrawn: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() }), ttl: __RELEASED_TTL__ },
+    { key: `${held.base}<< keys.holder >>${held.ticket}`, type: 'string', value: JSON.stringify({ released: true, withdrawn: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() }), ttl: << released_ttl >> },
   ],
-  incr: [{ key: `${held.base}:ticket`, expire: false, ttl: 1 }],
+  incr: [{ key: `${held.base}<< keys.ticket >>`, expire: false, ttl: 1 }],
 };

@@ -2,7 +2,7 @@
 // task runner). n8n swallows an error thrown inside an expression, so a bad input is answered as
 // { problem } for Rate Input Valid? to stop the execution with it, before anything is counted.
 try {
-__INPUT__
+<< input >>
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
 const whole = (name, value, scope, labels) => {
   name = (labels && labels[name]) || name;
@@ -31,19 +31,19 @@ const limits = input.map((raw, index) => {
   const common = { scope, limit, cost, window_seconds: windowSeconds, on_denied: raw.on_denied, max_wait_seconds: maxWait };
   if (!sliding) {
     // The fixed window keeps the keys of rate_limit_check, so both count in one budget.
-    return { ...common, algorithm: 'fixed', prefix: `n8n-ratelimit-${scope}-`, bucket_ms: windowSeconds * 1000, ttl: windowSeconds };
+    return { ...common, algorithm: 'fixed', prefix: `<< keys.rate >>${scope}<< keys.window >>`, bucket_ms: windowSeconds * 1000, ttl: windowSeconds };
   }
   // A sliding limit is `limit` slots in one hash, each "generation:time it is free again". A
-  // slot used at s is free again at s + W + __MARGIN_MS__ ms: the margin covers the hop from the
+  // slot used at s is free again at s + W + << margin_ms >> ms: the margin covers the hop from the
   // last check of the start (Rate Limit Outcome, Rate Limit Woken) to the body.
   return {
     ...common,
     algorithm: 'sliding',
-    key: `n8n-ratelimit-${scope}:slots${windowSeconds}`,
-    gap_ms: windowSeconds * 1000 + __MARGIN_MS__,
+    key: `<< keys.rate >>${scope}<< keys.slots >>${windowSeconds}`,
+    gap_ms: windowSeconds * 1000 + << margin_ms >>,
     // The hash outlives every time it holds (a waiter books up to its max wait ahead) and every
     // claim on it, so a hash that expired held nothing that still counts.
-    ttl: windowSeconds + maxWait + __CLAIM_TTL_S__ + Math.ceil(__MARGIN_MS__ / 1000) + 1,
+    ttl: windowSeconds + maxWait + << claim_ttl_s >> + Math.ceil(<< margin_ms >> / 1000) + 1,
   };
 });
 return { problem: null, started_ms: Date.now(), limits };

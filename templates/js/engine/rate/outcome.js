@@ -1,6 +1,6 @@
 // The verdict once its writes are done (Rate Limit Commit hands on its items, each with the
 // verdict, or the verdict itself), and the last look at the clock before the body. A call
-// allowed at `planned_ms` that gets here more than __GATE_MS__ ms later (a slow Redis, a busy
+// allowed at `planned_ms` that gets here more than << gate_ms >> ms later (a slow Redis, a busy
 // n8n) may not go yet: its slots
 // are free again from planned_ms + W + margin. While nobody else can have claimed them (well
 // before that time), it writes them again from now and comes back here; later than that (a
@@ -8,8 +8,8 @@
 const verdict = $json.verdict || $json;
 const now = Date.now();
 const held = verdict.held || [];
-if (verdict.state === 'allow' && held.length > 0 && now - verdict.planned_ms > __GATE_MS__) {
-  const safe = held.every((h) => now < verdict.planned_ms + h.gap_ms - __RESTAMP_MS__);
+if (verdict.state === 'allow' && held.length > 0 && now - verdict.planned_ms > << gate_ms >>) {
+  const safe = held.every((h) => now < verdict.planned_ms + h.gap_ms - << restamp_ms >>);
   if (!safe) return { ...verdict, state: 'retry', late: true, sleep_seconds: 0.01 };
   const again = { ...verdict, planned_ms: now, restamped: (verdict.restamped || 0) + 1 };
   const commit = held.map((h) => {

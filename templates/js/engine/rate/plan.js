@@ -25,7 +25,7 @@ const shuffled = (list) => {
   return out;
 };
 // One limit, as this look read it: the slots to claim (free ones at random among the lowest
-// __POOL__, so that callers spread over them while the hash stays as small as the use; else the
+// << pool >>, so that callers spread over them while the hash stays as small as the use; else the
 // earliest to come free, ties at random), from when, and what stands in the way.
 const planOf = (l, index, value, lost, now) => {
   if (l.algorithm === 'fixed') {
@@ -37,16 +37,16 @@ const planOf = (l, index, value, lost, now) => {
   }
   const mine = lost[index] || {};
   // A claim lost more than its TTL ago has expired: a winner that never wrote is gone.
-  const isLost = (s) => mine[s.i] !== undefined && mine[s.i].g === s.g && now - mine[s.i].at < __CLAIM_TTL_S__ * 1000;
+  const isLost = (s) => mine[s.i] !== undefined && mine[s.i].g === s.g && now - mine[s.i].at < << claim_ttl_s >> * 1000;
   const written = slotsOf(l, value);
   // A slot never written is free at generation 0: one whose claim this call lost counts too.
   Object.keys(mine).map(Number).filter((i) => i < l.limit && !written.some((s) => s.i === i))
     .forEach((i) => written.push({ i, g: 0, t: 0 }));
   written.sort((a, b) => a.i - b.i);
-  const limbo = written.filter((s) => isLost(s) && now - mine[s.i].at < __LIMBO_MS__).length;
+  const limbo = written.filter((s) => isLost(s) && now - mine[s.i].at < << limbo_ms >>).length;
   const busy = written.filter((s) => s.t > now || isLost(s)).length;
   const pool = [];
-  const want = Math.max(2 * l.cost, __POOL__);
+  const want = Math.max(2 * l.cost, << pool >>);
   let w = 0;
   for (let i = 0; i < l.limit && pool.length < want; i += 1) {
     while (w < written.length && written[w].i < i) w += 1;
@@ -56,7 +56,7 @@ const planOf = (l, index, value, lost, now) => {
   let chosen = shuffled(pool).slice(0, l.cost);
   if (chosen.length < l.cost) chosen = shuffled(written.filter((s) => !isLost(s))).sort((a, b) => a.t - b.t).slice(0, l.cost);
   const at = chosen.length < l.cost ? Infinity : Math.max(now, ...chosen.map((s) => s.t));
-  const claims = chosen.map((s) => ({ key: `${l.key}:c${s.i}:${s.g}`, expire: true, ttl: __CLAIM_TTL_S__ }));
+  const claims = chosen.map((s) => ({ key: `${l.key}<< keys.claim >>${s.i}:${s.g}`, expire: true, ttl: << claim_ttl_s >> }));
   return { index, at, busy, limbo, chosen, claims };
 };
 const waited = (ctx, now) => ((now - ctx.started_ms) / 1000).toFixed(1);
@@ -75,7 +75,7 @@ const denial = (ctx, p, now) => {
 };
 // Look again after a short sleep, longer each time (at random, so that racing callers part).
 const again = (ctx, look, now, extra) => {
-  const pause = Math.min(__RETRY_MAX_MS__, __RETRY_MS__ * 2 ** look.tries) * (0.5 + Math.random());
+  const pause = Math.min(<< retry_max_ms >>, << retry_ms >> * 2 ** look.tries) * (0.5 + Math.random());
   return { state: 'retry', wait: look.wait || { started_ms: now }, lost: look.lost, tries: look.tries + 1, sleep_seconds: Math.max(0.01, pause / 1000), ...extra };
 };
 const tooLong = (ctx, l, now, next, maxWait) => `Rate limit for scope '${l.scope}' (limit ${l.limit} per ${l.window_seconds} s): waited ${waited(ctx, now)} s, and a place would come only after ${((next - ctx.started_ms) / 1000).toFixed(1)} s, past the max wait of ${maxWait} s`;
@@ -89,7 +89,7 @@ const decide = (ctx, plans, look, now) => {
   // Short for want of slots whose claims this call lost (their winners have not written yet),
   // or of any it may claim at all: look again rather than answer from this read.
   const unsure = short.filter((p) => p.limbo > 0 || !Number.isFinite(p.at));
-  const patient = now - ctx.started_ms < 3 * __LIMBO_MS__;
+  const patient = now - ctx.started_ms < 3 * << limbo_ms >>;
   if (unsure.length > 0 && (refusing.length === 0 || patient)) {
     const l = ctx.limits[unsure[0].index];
     if (refusing.length === 0 && now - ctx.started_ms > l.max_wait_seconds * 1000) {

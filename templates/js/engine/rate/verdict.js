@@ -2,15 +2,15 @@
 // their limits) writes each slot's next generation and when it is free again (its start plus
 // W plus the margin), and goes now or sleeps until the slots it booked are free. A call that
 // lost a claim gives back the ones it won and looks again.
-const ctx = __CONTEXT__;
-const check = __CHECK__;
-const look = __LOOK__;
-__PLAN__
-const counted = __CLAIMED__;
+const ctx = << context >>;
+const check = << check >>;
+const look = << look >>;
+<% include 'engine/rate/plan.js' +%>
+const counted = << claimed >>;
 const now = Date.now();
 const carry = { wait: look.wait, lost: look.lost.map((m) => ({ ...m })), tries: look.tries };
 // A claim this old may have expired and been won again: write nothing, look again.
-if (now - check.checked_ms > __VOID_MS__) return { ...again(ctx, look, now, {}), commit: [] };
+if (now - check.checked_ms > << void_ms >>) return { ...again(ctx, look, now, {}), commit: [] };
 let offset = 0;
 const results = check.plans.map((p) => {
   const l = ctx.limits[p.index];
@@ -32,7 +32,7 @@ if (ok) {
     scope: r.l.scope, limit: r.l.limit, algorithm: r.l.algorithm,
     count: r.l.algorithm === 'fixed' ? r.count : r.p.busy + r.l.cost,
   }));
-  const state = start > now + __SLEEP_MIN_MS__ ? 'sleep' : 'allow';
+  const state = start > now + << sleep_min_ms >> ? 'sleep' : 'allow';
   // What this call holds: Rate Limit Outcome moves the slots' time on if it comes late.
   const held = results.filter((r) => r.won.length > 0).map((r) => ({ key: r.l.key, ttl: r.l.ttl, gap_ms: r.l.gap_ms, slots: r.won.map((s) => [s.i, s.g + 1]) }));
   const verdict = {

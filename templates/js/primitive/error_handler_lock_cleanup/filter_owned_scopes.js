@@ -24,8 +24,8 @@ $input.all().forEach((answer, index) => {
   if (!isOwned) return;
   const lock = { ...request, owned: true, lock_id: meta.lock_id, ticket: meta.ticket, locked_at: meta.locked_at };
   const released = { released: true, ticket: meta.ticket, lock_id: meta.lock_id, released_at: new Date().toISOString(), healed: true };
-  if (request.holder_key) writes.push({ json: { ...lock, set_key: request.holder_key, set_value: JSON.stringify(released), set_ttl: __RELEASED_TTL__ } });
-  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: JSON.stringify(released), set_ttl: __RELEASED_TTL__ } });
+  if (request.holder_key) writes.push({ json: { ...lock, set_key: request.holder_key, set_value: JSON.stringify(released), set_ttl: << released_ttl >> } });
+  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: JSON.stringify(released), set_ttl: << released_ttl >> } });
   writes.push({ json: { ...lock, set_key: request.served_key, set_value: String(meta.ticket), set_ttl: 0 } });
 });
 if (writes.length === 0) {

@@ -16,5 +16,5 @@ if (!failed.failed_execution_id) {
 // The lock engine lists every lock an execution takes in this hash (scope -> JSON {lock_id,
 // ticket, slots}), keyed by workflow and execution: execution ids alone repeat across n8n
 // instances.
-const indexKey = `n8nlock:exec:${failed.failed_workflow_id ?? 'unknown'}:${failed.failed_execution_id}`;
+const indexKey = `<< keys.index >>${failed.failed_workflow_id ?? 'unknown'}:${failed.failed_execution_id}`;
 return [{ json: { ...failed, index_key: indexKey, cleanup_terminal: false } }];

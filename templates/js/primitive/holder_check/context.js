@@ -2,26 +2,26 @@
 // keeps one per ticket) when the caller passes its ticket, the lane's copy of its holder's
 // record (of every lane when the caller does not pass its ticket; format 2 kept the record
 // itself there), then the average hold time.
-const input = __INPUT__;
+const input = << input >>;
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
 const scope = text(input.scope);
-if (!scope) throw new Error('__PRIMITIVE__: scope is required');
+if (!scope) throw new Error('<< primitive >>: scope is required');
 const lockId = text(input.lock_id);
-if (__LOCK_ID_REQUIRED__ && !lockId) {
-  throw new Error('__PRIMITIVE__: lock_id is required (the lock_id lock_acquisition returned)');
+if (<< lock_id_required >> && !lockId) {
+  throw new Error('<< primitive >>: lock_id is required (the lock_id lock_acquisition returned)');
 }
 const whole = (name, value) => {
   if (!text(value)) return null;
   const number = Number(value);
   if (!Number.isFinite(number) || number < 1) {
-    throw new Error(`__PRIMITIVE__: ${name} must be a number >= 1, got ${JSON.stringify(value)}`);
+    throw new Error(`<< primitive >>: ${name} must be a number >= 1, got ${JSON.stringify(value)}`);
   }
   return Math.ceil(number);
 };
 const ttl = whole('ttl_seconds', input.ttl_seconds);
 const slots = whole('max_concurrent', input.max_concurrent) ?? 1;
 const ticket = text(input.ticket) && Number.isInteger(Number(input.ticket)) ? Number(input.ticket) : null;
-const base = `n8n-lock-${scope}`;
+const base = `<< keys.lock >>${scope}`;
 const lanes = ticket === null ? Array.from({ length: slots }, (_, lane) => lane) : [ticket % slots];
 return {
   scope, base, slots, ticket, lanes,
@@ -30,9 +30,9 @@ return {
   // The record of the format before engine v2 too: a caller that took its lock before an
   // upgrade releases it through this primitive after the push (docs/upgrading.md).
   read: [
-    ...lanes.map((lane) => ({ key: `${base}:meta:${lane}` })),
-    ...(ticket === null ? [] : [{ key: `${base}:holder:${ticket}` }]),
-    { key: `${base}:meta` },
-    { key: `${base}:hold_ms` },
+    ...lanes.map((lane) => ({ key: `${base}<< keys.meta >>${lane}` })),
+    ...(ticket === null ? [] : [{ key: `${base}<< keys.holder >>${ticket}` }]),
+    { key: `${base}<< keys.v1_meta >>` },
+    { key: `${base}<< keys.hold >>` },
   ],
 };

@@ -1,8 +1,8 @@
 // Whose lock is it? 'held': the lock_id's record holds its lane; 'released': its record says
 // released (a second release); 'foreign': another lock holds the lane(s) read; 'absent': none;
 // 'held-old' and 'expired': the caller's lock of the old format (below).
-const ctx = __CONTEXT__;
-const values = __READ__.map((item) => item.json.value);
+const ctx = << context >>;
+const values = << read >>.map((item) => item.json.value);
 const holdRaw = values.pop();
 const oldRaw = values.pop();
 const ownRaw = ctx.ticket === null ? undefined : values.pop();
@@ -37,7 +37,7 @@ const other = records.find((r) => !r.released && r !== mine && !(mine && r.lock_
 // to expire, when its TTL ends it (a delete then could hit a successor's).
 const old = parse(oldRaw);
 const oldMine = !mine && ctx.ticket === null && old !== null && old.lock_id === ctx.lock_id;
-const oldExpiring = oldMine && Date.now() >= Date.parse(old.expires_at) - __RELEASE_MARGIN_MS__;
+const oldExpiring = oldMine && Date.now() >= Date.parse(old.expires_at) - << release_margin_ms >>;
 let outcome = 'absent';
 if (mine) outcome = mine.released ? 'released' : 'held';
 else if (oldMine) outcome = oldExpiring ? 'expired' : 'held-old';
@@ -48,7 +48,7 @@ return {
   scope: ctx.scope,
   lock_id: ctx.lock_id,
   old: oldMine ? old : null,
-  delete: outcome === 'held-old' ? [{ key: ctx.base }, { key: `${ctx.base}:meta` }] : [],
+  delete: outcome === 'held-old' ? [{ key: ctx.base }, { key: `${ctx.base}<< keys.v1_meta >>` }] : [],
   held: outcome === 'held' ? { ...mine, hold_average_ms: holdRaw ? Number(holdRaw) : null, wait_stats: [] } : null,
   holder: {
     lock_id: holder.lock_id ?? 'unknown',

@@ -1,7 +1,7 @@
 // What the caller of lock_acquisition gets back: the lock it holds, and the keys it lives in.
 // Pass ticket and slots on to lock_release and lock_renew: they then read one lane only.
-const ctx = __CONTEXT__;
-const held = __DECISION__;
+const ctx = << context >>;
+const held = << decision >>;
 return {
   acquired: true,
   lock_id: held.lock_id,
@@ -10,10 +10,10 @@ return {
   fence: held.fence,
   slots: held.slots,
   lane: held.lane,
-  ticket_key: `${ctx.base}:ticket`,
-  holder_key: `${ctx.base}:holder:${held.ticket}`,
-  meta_key: `${ctx.base}:meta:${held.lane}`,
-  served_key: `${ctx.base}:served:${held.lane}`,
+  ticket_key: `${ctx.base}<< keys.ticket >>`,
+  holder_key: `${ctx.base}<< keys.holder >>${held.ticket}`,
+  meta_key: `${ctx.base}<< keys.meta >>${held.lane}`,
+  served_key: `${ctx.base}<< keys.served >>${held.lane}`,
   index_key: ctx.index_key,
   locked_at: held.locked_at,
   expires_at: held.expires_at,

@@ -1,7 +1,7 @@
 // Extend the lock only while its record still names the caller's lock_id, and not inside the
 // release margin: this close to expiry a successor may hold the lane by the time the SET lands.
-const ctx = __CONTEXT__;
-const check = __CHECK__;
+const ctx = << context >>;
+const check = << check >>;
 const answer = { scope: ctx.scope, lock_id: ctx.lock_id };
 const refuse = (reason, extra) => ({ renewed: false, reason, ...answer, ...extra, set: [] });
 if (check.outcome === 'absent' || check.outcome === 'released') return refuse('released', {});
@@ -13,19 +13,19 @@ if (check.outcome === 'expired') return refuse('expired', { expires_at: check.ol
 if (check.outcome === 'held-old') {
   // The caller's lock of the format before engine v2 (taken before an upgrade's push): renew
   // it the old way, the record and the counter with the new TTL.
-  const oldTtl = ctx.ttl_seconds ?? (Number(check.old.ttl_seconds) || __DEFAULT_TTL__);
+  const oldTtl = ctx.ttl_seconds ?? (Number(check.old.ttl_seconds) || << default_ttl >>);
   const oldExpires = new Date(now + oldTtl * 1000).toISOString();
   return {
     renewed: true, ...answer, expires_at: oldExpires, ttl_seconds: oldTtl,
     set: [
-      { key: `${ctx.base}:meta`, type: 'string', value: JSON.stringify({ ...check.old, expires_at: oldExpires }), ttl: oldTtl },
+      { key: `${ctx.base}<< keys.v1_meta >>`, type: 'string', value: JSON.stringify({ ...check.old, expires_at: oldExpires }), ttl: oldTtl },
       { key: ctx.base, type: 'string', value: '1', ttl: oldTtl },
     ],
   };
 }
 const { lane, hold_average_ms: average, wait_stats: stats, ...record } = check.held;
-if (now >= record.expires_ms - __RELEASE_MARGIN_MS__) return refuse('expired', { expires_at: record.expires_at });
-const ttl = ctx.ttl_seconds ?? (Number(record.ttl_seconds) || __DEFAULT_TTL__);
+if (now >= record.expires_ms - << release_margin_ms >>) return refuse('expired', { expires_at: record.expires_at });
+const ttl = ctx.ttl_seconds ?? (Number(record.ttl_seconds) || << default_ttl >>);
 const expiresMs = now + ttl * 1000;
 const renewed = {
   ...record,
@@ -40,8 +40,8 @@ return {
   // One SET node writes them all: the record with its new TTL (format 3: the ticket's record
   // first, then the lane's copy), and the cleanup index entry.
   set: [
-    ...(record.format === undefined ? [] : [{ key: `${ctx.base}:holder:${record.ticket}`, type: 'string', value: JSON.stringify(renewed), ttl }]),
-    { key: `${ctx.base}:meta:${lane}`, type: 'string', value: JSON.stringify(renewed), ttl },
-    { key: `n8nlock:exec:${record.workflow_id}:${record.execution_id}`, type: 'hash', value: JSON.stringify({ [ctx.scope]: entry }), ttl: ttl + 3600 },
+    ...(record.format === undefined ? [] : [{ key: `${ctx.base}<< keys.holder >>${record.ticket}`, type: 'string', value: JSON.stringify(renewed), ttl }]),
+    { key: `${ctx.base}<< keys.meta >>${lane}`, type: 'string', value: JSON.stringify(renewed), ttl },
+    { key: `<< keys.index >>${record.workflow_id}:${record.execution_id}`, type: 'hash', value: JSON.stringify({ [ctx.scope]: entry }), ttl: ttl + 3600 },
   ],
 };
