@@ -21,6 +21,7 @@ from typing import Any
 
 from bench.common import Run, bench_workflow, cli, prepare, write_template
 from n8n_lockkit.primitives import engine, nodekit
+from n8n_lockkit.primitives.chain import Chain, Names
 from testbed.endpoints import N8nInstance
 
 REPO = Path(__file__).parents[1]
@@ -103,7 +104,7 @@ def v2_engine_workflow(key: str) -> dict[str, Any]:
         scope="={{ $json.body.scope }}", ttl_seconds=60, max_wait_seconds=600
     )
     acquire = engine.acquire(key, inputs, (220, 0))
-    decision = f"$({json.dumps(nodekit.Names()('Lock Decide'))}).first().json"
+    decision = f"$({json.dumps(Names()('Lock Decide'))}).first().json"
     release = engine.release(key, decision, (4200, 0))
     restore = nodekit.node(
         key, "lock-restore", "Lock Restore", "n8n-nodes-base.merge", 3, [3400, -200],
@@ -117,16 +118,18 @@ def v2_engine_workflow(key: str) -> dict[str, Any]:
         executeOnce=True,
     )  # fmt: skip
     nodes = [hook, *acquire.nodes, restore, hold, work, *release.nodes, output]
-    group = nodekit.Group(nodes, {**acquire.connections, **release.connections})
-    group.connect("Webhook", 0, acquire.entry)
-    group.connect("Webhook", 0, "Lock Restore", 0)
-    for source, output_index in acquire.exits["held"]:
-        group.connect(source, output_index, "Lock Restore", 1)
-    group.connect("Lock Restore", 0, "Hold")
-    group.connect("Hold", 0, "Work")
-    group.connect("Work", 0, release.entry)
-    for source, output_index in release.exits["done"]:
-        group.connect(source, output_index, "Lock Output")
+    group = Chain(key, nodes=nodes, connections={**acquire.connections, **release.connections})
+    group.link(
+        [
+            ("Webhook", 0, acquire.entry),
+            ("Webhook", 0, "Lock Restore", 0),
+            *((source, output, "Lock Restore", 1) for source, output in acquire.exits["held"]),
+            ("Lock Restore", 0, "Hold"),
+            ("Hold", 0, "Work"),
+            ("Work", 0, release.entry),
+            *((source, output, "Lock Output") for source, output in release.exits["done"]),
+        ]
+    )
     return {**workflow, "nodes": nodes, "connections": group.connections}
 
 

@@ -9,6 +9,7 @@ workflow file written by an earlier n8nlock is still the pristine primitive. Its
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
 
@@ -73,7 +74,6 @@ def _get(key: str, into: str, key_type: str) -> dict[str, Any]:
 def error_handler_lock_cleanup() -> Workflow:
     """Error Trigger → Prepare Cleanup → the execution's lock index → the locks it lists →
     those still held by the failed execution released → their heals counted → Log Cleanup."""
-    g = nodekit.Group()
     release = {
         "expire": "={{ $json.set_ttl > 0 }}",
         "key": "={{ $json.set_key }}",
@@ -106,12 +106,14 @@ def error_handler_lock_cleanup() -> Workflow:
         _redis("count-heals", "Count Heals", count, 2420, -300, once=False),
         log := _code("log", "Log Cleanup", "log_cleanup", 2640, 0),
     ]
-    g.chain(*map(g.add, nodes))
+    connections: nodekit.Connections = {}
+    for source, target in itertools.pairwise(nodes):
+        nodekit.connect(connections, source["name"], 0, target["name"])
     for branch in (has_execution, has_scopes, owned):  # nothing (more) to do: the log
-        g.connect(branch["name"], 1, log["name"])
+        nodekit.connect(connections, branch["name"], 1, log["name"])
     return {
         "name": ERROR_HANDLER.display_name,
-        "nodes": g.nodes,
-        "connections": g.connections,
+        "nodes": nodes,
+        "connections": connections,
         "settings": {"executionOrder": "v1"},
     }

@@ -21,58 +21,29 @@ it may have been skipped meanwhile; `verify.js`).
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.primitives import keys, overlap
+from n8n_lockkit.primitives import keys, overlap, templating
+from n8n_lockkit.primitives.chain import UNLABELLED, Chain, Edge, Names, Row, chained
 from n8n_lockkit.primitives.nodekit import (
-    _NODE_IDS,
-    CELL,
     GET_EACH,
     INCR_EACH,
-    RETRY,
     SET_EACH,
     SET_EXPIRING_EACH,
-    UNLABELLED,
-    Group,
-    Names,
-    if_node,
+    if_,
     js_literal,
-    node,
     redis,
-    ref,
-    script_call,
-    script_expression,
     set_raw,
     split_out,
-    switch_node,
+    stop,
+    switch,
     value_js,
+    wait,
 )
 
-STEP = 180  # the engine's grid: node boxes are 100 x 100, their labels sit below them
+STEP = 180  # the engine's grid (chain.ENGINE_GRID): node boxes are 100 x 100, labels below
 ROW = 150
-# Where each node of a chain sits, by role: (column, row) in its block's grid. Row 0 is the
-# path an uncontended call takes, left to right; the slow paths (reading the line, waiting,
-# skipping a dead head, giving up, withdrawing) fold into the rows below. Lock Route is drawn
-# about two rows tall (n8n: 32 px per output beyond two), so the cell under it stays empty.
-# `Group.place` turns cells into canvas positions.
-ACQUIRE_CELLS: dict[str, tuple[int, int]] = {
-    "lock-context": (0, 0), "lock-input-valid": (1, 0), "lock-ticket-items": (2, 0),
-    "lock-take-ticket": (3, 0), "lock-decide": (4, 0), "lock-route": (5, 0),
-    "lock-hold-items": (6, 0), "lock-hold": (7, 0), "lock-verify": (8, 0),
-    "lock-input-refused": (1, 1), "lock-give-up-items": (2, 1), "lock-count-give-up": (3, 1),
-    "lock-refused": (4, 1), "lock-read-items": (6, 1), "lock-read": (7, 1),
-    "lock-check-skipped": (8, 1),
-    "lock-was-skipped": (0, 2), "lock-withdraw": (1, 2), "lock-withdraw-items": (2, 2),
-    "lock-withdrawn": (3, 2), "lock-redraw": (4, 2),
-    "lock-sleep": (6, 2), "lock-skip-items": (7, 2), "lock-skip": (8, 2),
-}  # fmt: skip
-RELEASE_CELLS: dict[str, tuple[int, int]] = {
-    "lock-release-verdict": (0, 0), "lock-release-items": (1, 0), "lock-release": (2, 0),
-    "lock-waited": (3, 0),
-    "lock-wait-stats": (1, 1), "lock-wait-stats-items": (2, 1), "lock-count-wait": (3, 1),
-}  # fmt: skip
 MIN_POLL_MS = 10
 MAX_POLL_MS = 1000  # the longest pause between looks once one's turn is due
 DEFAULT_HOLD_MS = 250
@@ -90,6 +61,20 @@ MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected tur
 # last seen: enough that the look after a sleep still finds the head (bench.lock_bench: reading
 # three, most waiters needed a second look after a sleep).
 LOOK_WINDOW = 6
+# What the lock's scripts are tuned by (`<< min_poll_ms >>` in decide.js and read.js).
+TUNING = {
+    "min_poll_ms": MIN_POLL_MS,
+    "max_poll_ms": MAX_POLL_MS,
+    "max_sleep_ms": MAX_SLEEP_MS,
+    "look_window": LOOK_WINDOW,
+    "buffer_window": overlap.BUFFER_WINDOW,
+    "skip_window": overlap.SKIP_WINDOW,
+    "handoff_ms": HANDOFF_MS,
+    "far_sleep_share": FAR_SLEEP_SHARE,
+    "wake_late_ms": WAKE_LATE_MS,
+    "default_hold_ms": DEFAULT_HOLD_MS,
+    "wait_buckets": js_literal(list(keys.WAIT_BUCKETS)),
+}
 # Lock Route's outputs, by the decisions (decide.js `state`) each takes; a chain whose policy
 # may skip adds `skipped` next, and the last output gives up (busy, timeout, duplicate).
 _ROUTES: tuple[tuple[str, ...], ...] = (("enter",), ("read",), ("wait",), ("skip",), ("requeue",))
@@ -140,6 +125,124 @@ def _input_js(inputs: LockInputs) -> str:
     return f"const input = {{ {pairs} }};"
 
 
+def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions) -> dict[str, str]:
+    """The acquire chain's scripts, by the node that runs each. Lock Decide reads its own last
+    decision: n8n's `$()` gives a node's last finished run, and the run in progress is not one
+    yet."""
+    context = c.first("Lock Context")
+    decision = c.first("Lock Decide")
+    previous = {"decided": f"{c.ref('Lock Decide')}.isExecuted", "decision": decision}
+    look = templating.call(
+        "engine/lock/read",
+        context=context,
+        drawn=f"{c.ref('Lock Take Ticket')}.all()",
+        **previous,
+        **TUNING,
+    )
+    verify = templating.call("engine/lock/verify", decision=decision)
+    return {
+        "context": templating.expression(
+            "engine/lock/context",
+            input=_input_js(inputs),
+            default_ttl=options.default_ttl_seconds,
+            default_max_wait=options.default_max_wait_seconds,
+        ),
+        "decide": templating.expression(
+            "engine/lock/decide",
+            context=context,
+            look=look,
+            read=f"{c.ref('Lock Read Line')}.all()",
+            **previous,
+            **TUNING,
+        ),
+        "verify": f"{verify}.check",
+        "gone": f"={{{{ {decision}.gone_key }}}}",
+        "withdraw": templating.expression("engine/lock/withdraw", decision=decision),
+        "redraw": f"={{{{ {{ incr: {c.ref('Lock Withdraw')}.first().json.incr }} }}}}",
+        "refused": f"{decision}.message",
+    }
+
+
+def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
+    """Row 0 is the path an uncontended call takes, left to right; the slow paths (reading the
+    line, waiting, skipping a dead head, giving up, withdrawing) fold into the rows below. Lock
+    Route is drawn about two rows tall, so the cell under it stays empty."""
+    get_gone = {
+        "operation": "get",
+        "propertyName": "gone",
+        "key": s["gone"],
+        "keyType": "string",
+        "options": {"dotNotation": False},
+    }
+    return [
+        Row("lock-context", "Lock Context", set_raw(s["context"]), (0, 0)),
+        Row("lock-input-valid", "Lock Input Valid?", if_("$json.problem === null"), (1, 0)),
+        Row("lock-input-refused", "Lock Input Refused", stop("$json.problem"), (1, 1)),
+        Row("lock-ticket-items", "Lock Ticket Items", split_out("incr"), (2, 0)),
+        Row("lock-take-ticket", "Lock Take Ticket", redis(INCR_EACH, False), (3, 0)),
+        Row("lock-read-items", "Lock Read Items", split_out("read"), (6, 1)),
+        Row("lock-read", "Lock Read Line", redis(GET_EACH, False), (7, 1)),
+        Row("lock-decide", "Lock Decide", set_raw(s["decide"]), (4, 0)),
+        Row("lock-route", "Lock Route", switch(_routes(routes), routes - 1), (5, 0)),
+        Row("lock-hold-items", "Lock Hold Items", split_out("set"), (6, 0)),
+        Row("lock-hold", "Lock Hold", redis(SET_EXPIRING_EACH, False), (7, 0)),
+        # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
+        Row("lock-verify", "Lock Verify", if_(s["verify"]), (8, 0)),
+        Row("lock-check-skipped", "Lock Check Skipped", redis(get_gone, True), (8, 1)),
+        Row("lock-was-skipped", "Lock Was Skipped?", if_("$json.gone !== null"), (0, 2)),
+        Row("lock-withdraw", "Lock Withdraw", set_raw(s["withdraw"]), (1, 2)),
+        Row("lock-withdraw-items", "Lock Withdraw Items", split_out("set"), (2, 2)),
+        Row("lock-withdrawn", "Lock Withdrawn", redis(SET_EACH, False), (3, 2)),
+        # Not entering: wait, skip a dead head, draw again, or give up.
+        Row("lock-sleep", "Lock Sleep", wait("={{ $json.sleep_seconds }}"), (6, 2)),
+        Row("lock-skip-items", "Lock Skip Items", split_out("skip"), (7, 2)),
+        Row("lock-skip", "Lock Skip Head", redis(SET_EACH, False), (8, 2)),
+        Row("lock-give-up-items", "Lock Give-Up Items", split_out("leave"), (2, 1)),
+        Row("lock-count-give-up", "Lock Count Give-Up", redis(INCR_EACH, False), (3, 1)),
+        Row("lock-refused", "Lock Refused", stop(s["refused"]), (4, 1)),
+    ]
+
+
+def _routes(count: int) -> list[tuple[str, ...]]:
+    """Lock Route's outputs: enter, read the line, sleep, skip a dead head, draw again, (a
+    policy that may skip: answer skipped,) else give up."""
+    return [*_ROUTES, *([("skipped",)] if count > len(_ROUTES) + 1 else []), ()]
+
+
+_ACQUIRE_EDGES: list[Edge] = [
+    ("Lock Context", 0, "Lock Input Valid?"),
+    ("Lock Input Valid?", 1, "Lock Input Refused"),
+    ("Lock Input Valid?", 0, "Lock Ticket Items"),
+    ("Lock Ticket Items", 0, "Lock Take Ticket"),
+    ("Lock Take Ticket", 0, "Lock Decide"),
+    ("Lock Decide", 0, "Lock Route"),
+    ("Lock Route", _ENTER, "Lock Hold Items"),
+    ("Lock Route", _READ, "Lock Read Items"),
+    ("Lock Read Items", 0, "Lock Read Line"),
+    ("Lock Read Line", 0, "Lock Decide"),
+    ("Lock Hold Items", 0, "Lock Hold"),
+    *chained(
+        "Lock Hold",
+        "Lock Verify",
+        "Lock Check Skipped",
+        "Lock Was Skipped?",
+        "Lock Withdraw",
+        "Lock Withdraw Items",
+        "Lock Withdrawn",
+    ),
+]
+_WAITING_EDGES: list[Edge] = [
+    ("Lock Route", _WAIT, "Lock Sleep"),
+    ("Lock Sleep", 0, "Lock Decide"),
+    ("Lock Route", _SKIP, "Lock Skip Items"),
+    ("Lock Skip Items", 0, "Lock Skip Head"),
+    ("Lock Skip Head", 0, "Lock Decide"),
+    ("Lock Route", _REQUEUE, "Lock Ticket Items"),
+    ("Lock Withdrawn", 0, "Lock Redraw"),
+    ("Lock Redraw", 0, "Lock Ticket Items"),
+]
+
+
 def acquire(
     key: str,
     inputs: LockInputs,
@@ -147,282 +250,69 @@ def acquire(
     names: Names = UNLABELLED,
     options: EngineOptions = EngineOptions(),
     skips: bool = False,
-) -> Group:
+) -> Chain:
     """The acquire chain. `entry` takes the caller's items (the first one is read); the exit
     `held` gives the held lock's record (one item per SET), a refusal stops the execution.
 
     With `skips` (a policy that may skip: skip, buffer-one, or one known only at run time) the
     exit `skipped` gives one item, the skipped answer {skipped, reason, scope, on_busy,
     holder_execution_id}."""
-    g = Group()
-    n = names
-    context, ticket_items, take_ticket = (
-        n("Lock Context"),
-        n("Lock Ticket Items"),
-        n("Lock Take Ticket"),
-    )
-    read_items, read = n("Lock Read Items"), n("Lock Read Line")
-    decide, route = n("Lock Decide"), n("Lock Route")
-    hold_items, hold = n("Lock Hold Items"), n("Lock Hold")
-    sleep = n("Lock Sleep")
-    skip_items, skip = n("Lock Skip Items"), n("Lock Skip Head")
-    verify, check, skipped = n("Lock Verify"), n("Lock Check Skipped"), n("Lock Was Skipped?")
-    withdraw, withdraw_items, withdrawn = (
-        n("Lock Withdraw"), n("Lock Withdraw Items"), n("Lock Withdrawn")
-    )  # fmt: skip
-    leave_items, count_leave, refused = (
-        n("Lock Give-Up Items"), n("Lock Count Give-Up"), n("Lock Refused")
-    )  # fmt: skip
-    common = {
-        "__CONTEXT__": f"{ref(context)}.first().json",
-        "__STATS_TTL__": str(keys.STATS_TTL_SECONDS),
-    }
-    context_script = script_expression(
-        "engine/lock/context",
-        {
-            **common,
-            "__INPUT__": _input_js(inputs),
-            "__DEFAULT_TTL__": str(options.default_ttl_seconds),
-            "__DEFAULT_MAX_WAIT__": str(options.default_max_wait_seconds),
-            "__GONE_MIN_TTL__": str(keys.GONE_MIN_TTL_SECONDS),
-            "__DONE_PREFIX__": keys.DONE_PREFIX,
-        },
-    )
-    g.entry = g.add(set_raw(key, "lock-context", context, CELL, context_script))
-    valid, invalid = n("Lock Input Valid?"), n("Lock Input Refused")
-    g.add(if_node(key, "lock-input-valid", valid, CELL, "$json.problem === null"))
-    g.add(
-        node(
-            key, "lock-input-refused", invalid, "n8n-nodes-base.stopAndError", 1,
-            CELL,
-            {"errorType": "errorMessage", "errorMessage": "={{ $json.problem }}"},
-        )
-    )  # fmt: skip
-    g.connect(context, 0, valid)
-    g.connect(valid, 1, invalid)
-    g.add(split_out(key, "lock-ticket-items", ticket_items, CELL, "incr"))
-    g.add(redis(key, "lock-take-ticket", take_ticket, CELL, INCR_EACH, False))
-    waking = {
-        "__FAST_SCALE__": str(keys.FAST_SCALE),
-        "__HELD_MARK__": str(keys.HELD_MARK),
-        "__HELD_WRAP_MS__": str(keys.HELD_WRAP_MS),
-        "__MIN_POLL_MS__": str(MIN_POLL_MS),
-        "__MAX_SLEEP_MS__": str(MAX_SLEEP_MS),
-        "__LOOK_WINDOW__": str(LOOK_WINDOW),
-        "__BUFFER_WINDOW__": str(overlap.BUFFER_WINDOW),
-        "__SKIP_WINDOW__": str(overlap.SKIP_WINDOW),
-        "__HANDOFF_MS__": str(HANDOFF_MS),
-        "__FAR_SLEEP_SHARE__": str(FAR_SLEEP_SHARE),
-        "__WAKE_LATE_MS__": str(WAKE_LATE_MS),
-    }
-    # Lock Decide's last decision, read from Lock Decide itself: n8n's `$()` gives a node's
-    # last finished run, and the run in progress is not one yet.
-    previous = {
-        "__DECIDED__": f"{ref(decide)}.isExecuted",
-        "__DECISION__": f"{ref(decide)}.first().json",
-    }
-    look_call = script_call(
-        "engine/lock/read",
-        {**common, **previous, "__DRAWN__": f"{ref(take_ticket)}.all()", **waking},
-    )
-    g.add(split_out(key, "lock-read-items", read_items, CELL, "read"))
-    g.add(
-        redis(
-            key,
-            "lock-read",
-            read,
-            CELL,
-            GET_EACH,
-            False,
-        )
-    )
-    decide_script = script_expression(
-        "engine/lock/decide",
-        {
-            **common,
-            **previous,
-            "__LOOK__": look_call,
-            "__READ__": f"{ref(read)}.all()",
-            "__DEFAULT_HOLD_MS__": str(DEFAULT_HOLD_MS),
-            "__WAIT_BUCKETS__": js_literal(list(keys.WAIT_BUCKETS)),
-            "__SKIP_GRACE_MS__": str(SKIP_GRACE_MS),
-            "__MAX_POLL_MS__": str(MAX_POLL_MS),
-            "__FORMAT__": str(keys.FORMAT),
-            **waking,
-        },
-    )
-    g.add(set_raw(key, "lock-decide", decide, CELL, decide_script))
-    # One Switch sends each decision on: enter, read the line, sleep, skip a dead head, draw
-    # again, (a policy that may skip: answer skipped,) else give up.
-    routes = [*_ROUTES, *([("skipped",)] if skips else []), ()]
-    g.add(switch_node(key, "lock-route", route, CELL, routes, len(routes) - 1))
-    g.add(split_out(key, "lock-hold-items", hold_items, CELL, "set"))
-    g.add(
-        redis(
-            key,
-            "lock-hold",
-            hold,
-            CELL,
-            SET_EXPIRING_EACH,
-            False,
-        )
-    )
-    g.connect(valid, 0, ticket_items)
-    g.connect(ticket_items, 0, take_ticket)
-    g.connect(take_ticket, 0, decide)
-    g.connect(decide, 0, route)
-    g.connect(route, _ENTER, hold_items)
-    g.connect(route, _READ, read_items)
-    g.connect(read_items, 0, read)
-    g.connect(read, 0, decide)
-    g.connect(hold_items, 0, hold)
-    # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
-    decision = f"{ref(decide)}.first().json"
-    verify_js = script_call(
-        "engine/lock/verify",
-        {"__DECISION__": decision, "__SAFE_ENTRY_MS__": str(keys.SAFE_ENTRY_MS)},
-    )
-    g.add(if_node(key, "lock-verify", verify, CELL, f"{verify_js}.check"))
-    g.add(
-        redis(
-            key,
-            "lock-check-skipped",
-            check,
-            CELL,
-            {
-                "operation": "get",
-                "propertyName": "gone",
-                "key": f"={{{{ {decision}.gone_key }}}}",
-                "keyType": "string",
-                "options": {"dotNotation": False},
-            },
-            True,
-        )
-    )
-    g.add(if_node(key, "lock-was-skipped", skipped, CELL, "$json.gone !== null"))
-    withdraw_script = script_expression(
-        "engine/lock/withdraw",
-        {"__DECISION__": decision, "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS)},
-    )
-    g.add(set_raw(key, "lock-withdraw", withdraw, CELL, withdraw_script))
-    g.add(split_out(key, "lock-withdraw-items", withdraw_items, CELL, "set"))
-    g.add(redis(key, "lock-withdrawn", withdrawn, CELL, SET_EACH, False))
-    g.chain(hold, verify, check, skipped, withdraw, withdraw_items, withdrawn)
-    g.exits["held"] = [(verify, 1), (skipped, 1)]
-    # Not entering: wait, skip a dead head, draw again, or give up.
-    g.add(
-        node(
-            key,
-            "lock-sleep",
-            sleep,
-            "n8n-nodes-base.wait",
-            1.1,
-            CELL,
-            {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
-            webhookId=str(uuid.uuid5(_NODE_IDS, f"{key}:lock-sleep:{sleep}")),
-            **RETRY,
-        )
-    )
-    g.add(split_out(key, "lock-skip-items", skip_items, CELL, "skip"))
-    g.add(redis(key, "lock-skip", skip, CELL, SET_EACH, False))
-    g.add(split_out(key, "lock-give-up-items", leave_items, CELL, "leave"))
-    g.add(redis(key, "lock-count-give-up", count_leave, CELL, INCR_EACH, False))
-    message = f"{ref(decide)}.first().json.message"
-    g.add(
-        node(
-            key,
-            "lock-refused",
-            refused,
-            "n8n-nodes-base.stopAndError",
-            1,
-            CELL,
-            {"errorType": "errorMessage", "errorMessage": f"={{{{ {message} }}}}"},
-        )
-    )
+    c = Chain(key, names, origin)
+    routes = len(_ROUTES) + (2 if skips else 1)
+    s = _scripts(c, inputs, options)
+    c.rows(_acquire_rows(c, s, routes))
+    c.entry = c.name("Lock Context")
+    c.link(_ACQUIRE_EDGES)
+    c.exit("held", ("Lock Verify", 1), ("Lock Was Skipped?", 1))
     if skips:
-        overlap.skipped_exit(g, key, names, (route, len(_ROUTES)), decide)
-    g.connect(route, _WAIT, sleep)
-    g.connect(sleep, 0, decide)
-    g.connect(route, _SKIP, skip_items)
-    g.connect(skip_items, 0, skip)
-    g.connect(skip, 0, decide)
-    g.connect(route, _REQUEUE, ticket_items)
-    redraw = n("Lock Redraw")
-    g.add(
-        set_raw(
-            key, "lock-redraw", redraw, CELL,
-            f"={{{{ {{ incr: {ref(withdraw)}.first().json.incr }} }}}}",
-        )
-    )  # fmt: skip
-    g.connect(withdrawn, 0, redraw)
-    g.connect(redraw, 0, ticket_items)
-    g.connect(route, len(routes) - 1, leave_items)
-    g.connect(leave_items, 0, count_leave)
-    g.connect(count_leave, 0, refused)
-    g.place(origin, {**ACQUIRE_CELLS, **overlap.CELLS} if skips else ACQUIRE_CELLS, STEP, ROW)
-    names.retag(g)
-    return g
+        overlap.skipped_exit(c, ("Lock Route", len(_ROUTES)), c.first("Lock Decide"))
+    c.link(_WAITING_EDGES[:6])
+    c.add(Row("lock-redraw", "Lock Redraw", set_raw(s["redraw"]), (4, 2)))
+    c.link(_WAITING_EDGES[6:])
+    c.link(
+        [
+            ("Lock Route", routes - 1, "Lock Give-Up Items"),
+            *chained("Lock Give-Up Items", "Lock Count Give-Up", "Lock Refused"),
+        ]
+    )
+    return c
 
 
-def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABELLED) -> Group:
+def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABELLED) -> Chain:
     """The release chain. `held` is a JS expression of the acquire's decision (the record).
     Exit `done` continues with the verdict {released, reason, scope, lock_id} (as its first
-    item, or after the SET the items it wrote)."""
-    g = Group()
-    verdict, items, store = (
-        names(RELEASE_ENTRY), names("Lock Release Items"), names("Lock Release")
-    )  # fmt: skip
-    waited, stats_items, count = (
-        names("Lock Waited?"), names("Lock Wait Stats"), names("Lock Count Wait")
-    )  # fmt: skip
-    script = script_expression(
-        "engine/lock/release",
-        {
-            "__HELD__": held,
-            "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
-            "__RELEASED_TTL__": str(keys.RELEASED_META_TTL_SECONDS),
-            "__FAST_SCALE__": str(keys.FAST_SCALE),
-        },
+    item, or after the SET the items it wrote). A waiter's statistics are counted after the
+    lock is free: the next holder does not wait for them."""
+    c = Chain(key, names, origin)
+    verdict = c.first(RELEASE_ENTRY)
+    store = {
+        "operation": "set",
+        "key": "={{ $json.key }}",
+        "value": "={{ $json.value }}",
+        "keyType": "string",
+        "expire": "={{ $json.ttl > 0 }}",
+        "ttl": "={{ Math.max(1, $json.ttl) }}",
+    }
+    script = templating.expression("engine/lock/release", held=held)
+    stats = f"={{{{ {{ incr: {verdict}.incr }} }}}}"
+    c.rows(
+        [
+            Row("lock-release-verdict", RELEASE_ENTRY, set_raw(script), (0, 0)),
+            Row("lock-release-items", "Lock Release Items", split_out("set"), (1, 0)),
+            Row("lock-release", "Lock Release", redis(store, False), (2, 0)),
+            Row("lock-waited", "Lock Waited?", if_(f"{verdict}.incr.length > 0"), (3, 0)),
+            Row("lock-wait-stats", "Lock Wait Stats", set_raw(stats), (1, 1)),
+            Row("lock-wait-stats-items", "Lock Wait Stats Items", split_out("incr"), (2, 1)),
+            Row("lock-count-wait", "Lock Count Wait", redis(INCR_EACH, False), (3, 1)),
+        ]
     )
-    g.entry = g.add(set_raw(key, "lock-release-verdict", verdict, CELL, script))
-    g.add(split_out(key, "lock-release-items", items, CELL, "set"))
-    g.add(
-        redis(
-            key,
-            "lock-release",
-            store,
-            CELL,
-            {
-                "operation": "set",
-                "key": "={{ $json.key }}",
-                "value": "={{ $json.value }}",
-                "keyType": "string",
-                "expire": "={{ $json.ttl > 0 }}",
-                "ttl": "={{ Math.max(1, $json.ttl) }}",
-            },
-            False,
-        )
+    c.entry = c.name(RELEASE_ENTRY)
+    c.link(
+        [
+            *chained(RELEASE_ENTRY, "Lock Release Items", "Lock Release", "Lock Waited?"),
+            ("Lock Waited?", 0, "Lock Wait Stats"),
+            *chained("Lock Wait Stats", "Lock Wait Stats Items", "Lock Count Wait"),
+        ]
     )
-    # A waiter's statistics are counted here, after the lock is free: the next holder does
-    # not wait for them.
-    test = f"{ref(verdict)}.first().json.incr.length > 0"
-    g.add(if_node(key, "lock-waited", waited, CELL, test))
-    g.add(
-        set_raw(
-            key, "lock-wait-stats", stats_items, CELL,
-            f"={{{{ {{ incr: {ref(verdict)}.first().json.incr }} }}}}",
-        )
-    )  # fmt: skip
-    split = names("Lock Wait Stats Items")
-    g.add(split_out(key, "lock-wait-stats-items", split, CELL, "incr"))
-    g.add(redis(key, "lock-count-wait", count, CELL, INCR_EACH, False))
-    g.connect(verdict, 0, items)
-    g.connect(items, 0, store)
-    g.connect(store, 0, waited)
-    g.connect(waited, 0, stats_items)
-    g.connect(stats_items, 0, split)
-    g.connect(split, 0, count)
-    g.exits["done"] = [(waited, 1), (count, 0)]
-    g.place(origin, RELEASE_CELLS, STEP, ROW)
-    names.retag(g)
-    return g
+    c.exit("done", ("Lock Waited?", 1), ("Lock Count Wait", 0))
+    return c

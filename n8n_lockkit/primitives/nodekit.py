@@ -1,13 +1,17 @@
-"""The node kit: how n8nlock builds the built-in n8n nodes its engines are made of.
+"""The node kit: the built-in n8n nodes n8nlock's engines are made of, as data.
 
-Every node has a deterministic id and the note `n8nlock:<role>` that finds it again; a `Group`
-is a block of nodes with its connections, entry and exits; scripts (`templates/js/...`) become
-n8n expressions. The engines (`engine.py`, `rate.py`) and the sub-workflow primitives use it.
+A `Kind` is what a node is apart from its name and place: n8n's type and version, its
+parameters and the node settings n8nlock gives it. The constructors below (`set_raw`,
+`split_out`, `redis`, `if_`, `switch`, `stop`, `wait`, …) make the kinds every chain uses; a
+chain (`chain.py`) names and places them. `node` makes a node of any kind by hand (the wrap
+side adds a few), and `connect` is the one way anything in n8nlock links two nodes.
+
+Every node has a deterministic id and the note `n8nlock:<role>` that finds it again.
 """
 
 from __future__ import annotations
 
-import itertools
+import copy
 import json
 import re
 import uuid
@@ -15,21 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import templating
-from n8n_lockkit.primitives.formats import managed_notes, role_of
+from n8n_lockkit.primitives.formats import managed_notes
 
 Node = dict[str, Any]
 Connections = dict[str, Any]
 _NODE_IDS = uuid.UUID("a4b1d3c2-8e6f-4a0b-9c7d-2e5f1a3b4c6d")
 
-
 # n8n 2.x stops an expression that runs longer than N8N_EXPRESSION_ENGINE_TIMEOUT (5 s) of
 # wall time, so a stall of the process that lands inside one fails its node. The lock's nodes
 # run again instead (formats.RETRYING_FORMAT): reads and decisions are pure, SETs write the same
 # values, and a ticket drawn twice leaves one that the caller behind skips.
-# A node built for a block: `Group.place` puts it at its cell.
-CELL: list[int] = [0, 0]
 RETRY = {"retryOnFail": True, "maxTries": 3, "waitBetweenTries": 0}
 REDIS_CREDENTIALS = {
     "redis": {
@@ -39,46 +38,33 @@ REDIS_CREDENTIALS = {
 }
 
 
-@dataclass
-class Group:
-    """Nodes and their connections; `entry` takes the input, `exits` name the outputs."""
+@dataclass(frozen=True)
+class Kind:
+    """A node apart from its name, role and place.
 
-    nodes: list[Node] = field(default_factory=list)
-    connections: Connections = field(default_factory=dict)
-    entry: str = ""
-    exits: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    # Where each node sits in the block's grid, (column, row) by name: set by `place`.
-    cells: dict[str, tuple[int, int]] = field(default_factory=dict)
+    `settings` follow the node's notes in the order given (executeOnce, the retries,
+    credentials); an If node's parameters come from its `condition` and the chain's key (the
+    condition's id), a Wait node's webhookId from `webhook_ids` and the node's identity."""
 
-    def add(self, node: Node) -> str:
-        self.nodes.append(node)
-        return str(node["name"])
+    type: str
+    version: float
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    condition: str | None = None
+    webhook_ids: uuid.UUID | None = None
 
-    def place(
-        self, origin: tuple[int, int], cells: dict[str, tuple[int, int]], step: int, row: int
-    ) -> None:
-        """Put every node at its role's cell: `origin` + (column × `step`, row × `row`)."""
-        x, y = origin
-        for node in self.nodes:
-            role = role_of(node)
-            if role not in cells:
-                raise TemplateError(
-                    f"node {node['name']!r} (role {role}) has no cell in the layout"
-                )
-            column, line = cells[role]
-            node["position"] = [x + column * step, y + line * row]
-            self.cells[str(node["name"])] = (column, line)
-
-    def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
-        main = self.connections.setdefault(source, {}).setdefault("main", [])
-        while len(main) <= output:
-            main.append([])
-        main[output].append({"node": target, "type": "main", "index": index})
-
-    def chain(self, *names: str) -> None:
-        """Each node's first output into the next node."""
-        for source, target in itertools.pairwise(names):
-            self.connect(source, 0, target)
+    def node(self, key: str, role: str, name: str, position: list[int]) -> Node:
+        """The node of this kind that `key`'s chain calls `name` (role `role`)."""
+        parameters = (
+            if_parameters(key, self.condition)
+            if self.condition is not None
+            else copy.deepcopy(dict(self.parameters))
+        )
+        extra: dict[str, Any] = {}
+        if self.webhook_ids is not None:
+            extra["webhookId"] = str(uuid.uuid5(self.webhook_ids, f"{key}:{role}:{name}"))
+        extra.update(copy.deepcopy(dict(self.settings)))
+        return node(key, role, name, self.type, self.version, position, parameters, **extra)
 
 
 def node(
@@ -102,6 +88,100 @@ def node(
         "notes": managed_notes(role),
         **extra,
     }
+
+
+def connect(
+    connections: Connections, source: str, output: int, target: str, index: int = 0
+) -> None:
+    """Link `source`'s main output `output` to `target`'s input `index` (in place)."""
+    link = {"node": target, "type": "main", "index": index}
+    outputs(connections, source, output)[output].append(link)
+
+
+def outputs(connections: Connections, source: str, output: int) -> list[Any]:
+    """`source`'s main outputs, padded with empty ones up to `output` (in place)."""
+    main: list[Any] = connections.setdefault(source, {}).setdefault("main", [])
+    while len(main) <= output:
+        main.append([])
+    return main
+
+
+# ---------------------------------------------------------------------------------------------
+# The kinds the engines use.
+
+
+def set_raw(expression: str) -> Kind:
+    """A Set node that outputs the object `expression` gives (a decision), once."""
+    return Kind(
+        "n8n-nodes-base.set",
+        3.4,
+        {"mode": "raw", "jsonOutput": expression, "includeOtherFields": False, "options": {}},
+        {"executeOnce": True, **RETRY},
+    )
+
+
+def split_out(field_name: str) -> Kind:
+    """One item per entry of the decision's list `field_name`."""
+    parameters = {"fieldToSplitOut": field_name, "include": "noOtherFields", "options": {}}
+    return Kind("n8n-nodes-base.splitOut", 1, parameters, RETRY)
+
+
+def redis(parameters: Mapping[str, Any], once: bool) -> Kind:
+    """A Redis node on the env's credential: once, or once per item."""
+    settings = {"executeOnce": once, **RETRY, "credentials": REDIS_CREDENTIALS}
+    return Kind("n8n-nodes-base.redis", 1, parameters, settings)
+
+
+def if_(test: str) -> Kind:
+    """An If node (v2.2) whose true branch is taken when the JavaScript `test` is true."""
+    return Kind("n8n-nodes-base.if", 2.2, settings={"executeOnce": True, **RETRY}, condition=test)
+
+
+def switch(routes: Sequence[Sequence[str]], otherwise: int) -> Kind:
+    """A Switch (v3.2, expression mode) that sends its item to output i when `$json.state` is
+    one of `routes[i]`, and to `otherwise` for any other state: one expression where a row of
+    If nodes evaluates one each. n8n draws it 32 px taller per output beyond two."""
+    index = ", ".join(f"{state}: {i}" for i, states in enumerate(routes) for state in states)
+    parameters = {
+        "mode": "expression",
+        "numberOutputs": len(routes),
+        "output": f"={{{{ ({{ {index} }})[$json.state] ?? {otherwise} }}}}",
+    }
+    return Kind("n8n-nodes-base.switch", 3.2, parameters, {"executeOnce": True, **RETRY})
+
+
+def stop(message: str) -> Kind:
+    """Stop and Error with the message the JavaScript expression `message` gives. It runs once:
+    a deliberate failure is not retried."""
+    return stop_text(f"={{{{ {message} }}}}")
+
+
+def stop_text(message: str) -> Kind:
+    """Stop and Error with `message` as n8n reads a parameter (a literal, or text with `{{ }}`
+    expressions after a leading `=`)."""
+    parameters = {"errorType": "errorMessage", "errorMessage": message}
+    return Kind("n8n-nodes-base.stopAndError", 1, parameters)
+
+
+def wait(seconds: str, webhook_ids: uuid.UUID = _NODE_IDS) -> Kind:
+    """A Wait of `seconds` (an expression): under 65 s n8n sleeps in memory."""
+    parameters = {"resume": "timeInterval", "amount": seconds, "unit": "seconds"}
+    return Kind("n8n-nodes-base.wait", 1.1, parameters, RETRY, webhook_ids=webhook_ids)
+
+
+def no_op() -> Kind:
+    return Kind("n8n-nodes-base.noOp", 1)
+
+
+def trigger(inputs: Sequence[tuple[str, str]]) -> Kind:
+    """An Execute Workflow Trigger that names its inputs: how a primitive is called."""
+    values = [{"name": name, "type": kind} for name, kind in inputs]
+    parameters = {"inputSource": "workflowInputs", "workflowInputs": {"values": values}}
+    return Kind("n8n-nodes-base.executeWorkflowTrigger", 1.1, parameters)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters and expressions.
 
 
 def if_parameters(key: str, expression: str, condition_id: str | None = None) -> dict[str, Any]:
@@ -152,115 +232,8 @@ def value_js(value: Any) -> str:
 
 
 def ref(name: str) -> str:
+    """`$("name")`: the JavaScript that reads node `name`'s output in an expression."""
     return f"$({js_literal(name)})"
-
-
-@dataclass(frozen=True)
-class Names:
-    """The lock's node names; `label` tells several entries' chains apart, and `kind` what the
-    chain is: a duplicate guard's engine is named "Dedupe …" (roles `dedupe-…`), so that it can
-    sit beside a lock in one workflow.
-
-    Example:
-        >>> Names("Webhook", kind="Dedupe")("Lock Decide")
-        'Dedupe Decide (Webhook)'
-    """
-
-    label: str = ""
-    kind: str = "Lock"
-
-    def __call__(self, base: str) -> str:
-        if self.kind != "Lock" and base.startswith("Lock "):
-            base = f"{self.kind} {base.removeprefix('Lock ')}"
-        return f"{base} ({self.label})" if self.label else base
-
-    def role(self, role: str) -> str:
-        """The role of a node of this kind's chain: `lock-hold` is `dedupe-hold` in a guard."""
-        return f"{self.kind.lower()}-{role.removeprefix('lock-')}"
-
-    def retag(self, group: Group) -> None:
-        """Give the group's `lock-…` nodes this kind's roles (after `Group.place`, which finds
-        cells by the engine's roles)."""
-        if self.kind == "Lock":
-            return
-        for node in group.nodes:
-            role = role_of(node)
-            if role is not None and role.startswith("lock-"):
-                node["notes"] = managed_notes(self.role(role))
-
-
-UNLABELLED = Names()  # one entry: the plain names
-
-
-def set_raw(key: str, role: str, name: str, position: list[int], script: str) -> Node:
-    return node(
-        key,
-        role,
-        name,
-        "n8n-nodes-base.set",
-        3.4,
-        position,
-        {"mode": "raw", "jsonOutput": script, "includeOtherFields": False, "options": {}},
-        executeOnce=True,
-        **RETRY,
-    )
-
-
-def split_out(key: str, role: str, name: str, position: list[int], field_name: str) -> Node:
-    return node(
-        key,
-        role,
-        name,
-        "n8n-nodes-base.splitOut",
-        1,
-        position,
-        {"fieldToSplitOut": field_name, "include": "noOtherFields", "options": {}},
-        **RETRY,
-    )
-
-
-def redis(
-    key: str, role: str, name: str, position: list[int], parameters: dict[str, Any], once: bool
-) -> Node:
-    return node(
-        key,
-        role,
-        name,
-        "n8n-nodes-base.redis",
-        1,
-        position,
-        parameters,
-        executeOnce=once,
-        **RETRY,
-        credentials=REDIS_CREDENTIALS,
-    )
-
-
-def if_node(key: str, role: str, name: str, position: list[int], test: str) -> Node:
-    return node(
-        key, role, name, "n8n-nodes-base.if", 2.2, position, if_parameters(key, test),
-        executeOnce=True, **RETRY,
-    )  # fmt: skip
-
-
-def switch_node(
-    key: str,
-    role: str,
-    name: str,
-    position: list[int],
-    routes: Sequence[Sequence[str]],
-    otherwise: int,
-) -> Node:
-    """A Switch (v3.2, expression mode) that sends its item to output i when `$json.state` is
-    one of `routes[i]`, and to `otherwise` for any other state: one expression where a row of
-    If nodes evaluates one each. n8n draws it 32 px taller per output beyond two."""
-    index = ", ".join(f"{state}: {i}" for i, states in enumerate(routes) for state in states)
-    return node(
-        key, role, name, "n8n-nodes-base.switch", 3.2, position,
-        {"mode": "expression", "numberOutputs": len(routes),
-         "output": f"={{{{ ({{ {index} }})[$json.state] ?? {otherwise} }}}}"},
-        executeOnce=True, **RETRY,
-    )  # fmt: skip
 
 
 # n8n 2.x evaluates every expression of every item in its sandbox, about 0.75 ms each
@@ -272,8 +245,6 @@ INCR_EACH = {
     "expire": True,
     "ttl": "={{ $json.expire ? $json.ttl : 0 }}",
 }
-
-
 GET_EACH = {
     "operation": "get",
     "propertyName": "value",
@@ -296,26 +267,4 @@ SET_EACH = {
 # Lock Hold: everything it writes expires (the lease, its copy, the index, the fast-path mark),
 # and each key's type follows from its value (an object is a hash), so `expire` and `keyType`
 # need no expression per item.
-SET_EXPIRING_EACH = {
-    **SET_EACH,
-    "keyType": "automatic",
-    "expire": True,
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# For the sub-workflow primitives (render.py): the same scripts and node builders.
-
-
-def _context(tokens: Mapping[str, str]) -> dict[str, str]:
-    return {token.strip("_").lower(): value for token, value in tokens.items()}
-
-
-def script_expression(name: str, tokens: Mapping[str, str]) -> str:
-    """`templates/js/<name>.js` as one n8n expression that returns its object."""
-    return templating.expression(name, **_context(tokens))
-
-
-def script_call(name: str, tokens: Mapping[str, str]) -> str:
-    """The JavaScript of `script_expression` without the `={{ }}` around it."""
-    return templating.call(name, **_context(tokens))
+SET_EXPIRING_EACH = {**SET_EACH, "keyType": "automatic", "expire": True}

@@ -14,14 +14,8 @@ Count Skip → Lock Skipped (the answer, exit `skipped`).
 from __future__ import annotations
 
 from n8n_lockkit.primitives import keys
-from n8n_lockkit.primitives.nodekit import (
-    CELL,
-    Group,
-    Names,
-    redis,
-    ref,
-    set_raw,
-)
+from n8n_lockkit.primitives.chain import Chain, Row, chained
+from n8n_lockkit.primitives.nodekit import redis, set_raw
 
 ON_BUSY = ("wait", "error", "skip", "buffer-one")
 SKIPPING = ("skip", "buffer-one")
@@ -32,23 +26,15 @@ BUFFER_WINDOW = 32
 # and the first callers after it, whose marks are the oldest (is the head dead?). Every GET is
 # a round trip of Lock Read Line, the slowest node on the skip path in a burst (bench).
 SKIP_WINDOW = 4
-# The skip nodes' cells in the acquire block's grid (engine.ACQUIRE_CELLS): a row of their own
-# below the slow paths, under Lock Route's other outputs; the inline form may add a Respond to
-# Webhook node at its end.
-CELLS: dict[str, tuple[int, int]] = {
-    "lock-skip-leave": (5, 3), "lock-count-skip": (6, 3), "lock-skipped": (7, 3),
-    "lock-skipped-response": (8, 3),
-}  # fmt: skip
+# The skip nodes sit in a row of their own below the acquire block's slow paths, under Lock
+# Route's other outputs; the inline form may add a Respond to Webhook node at its end.
+SKIPPED_RESPONSE_CELL = (8, 3)
 
 
-def skipped_exit(g: Group, key: str, names: Names, route: tuple[str, int], decide: str) -> None:
+def skipped_exit(c: Chain, route: tuple[str, int], decision: str) -> None:
     """A skip (`route`: Lock Route's output for `skipped`) leaves the line (its `gone` mark,
     holding when it left) and is counted, then answers (exit `skipped`). Three nodes after the
-    decision, so that a skipped caller answers at once."""
-    leave, count, answer = (
-        names("Lock Skip Leave"), names("Lock Count Skip"), names("Lock Skipped"),
-    )  # fmt: skip
-    decision = f"{ref(decide)}.first().json"
+    decision (`decision`: its JavaScript), so that a skipped caller answers at once."""
     mark = {
         "operation": "set",
         "key": "={{ $json.gone.key }}",
@@ -57,15 +43,23 @@ def skipped_exit(g: Group, key: str, names: Names, route: tuple[str, int], decid
         "expire": True,
         "ttl": "={{ $json.gone.ttl }}",
     }
-    g.add(redis(key, "lock-skip-leave", leave, CELL, mark, True))
     counter = {
         "operation": "incr",
         "key": f"={{{{ {decision}.incr[0].key }}}}",
         "expire": True,
         "ttl": str(keys.STATS_TTL_SECONDS),
     }
-    g.add(redis(key, "lock-count-skip", count, CELL, counter, True))
-    g.add(set_raw(key, "lock-skipped", answer, CELL, f"={{{{ {decision}.answer }}}}"))
-    g.connect(*route, leave)
-    g.chain(leave, count, answer)
-    g.exits["skipped"] = [(answer, 0)]
+    c.rows(
+        [
+            Row("lock-skip-leave", "Lock Skip Leave", redis(mark, True), (5, 3)),
+            Row("lock-count-skip", "Lock Count Skip", redis(counter, True), (6, 3)),
+            Row("lock-skipped", "Lock Skipped", set_raw(f"={{{{ {decision}.answer }}}}"), (7, 3)),
+        ]
+    )
+    c.link(
+        [
+            (*route, "Lock Skip Leave"),
+            *chained("Lock Skip Leave", "Lock Count Skip", "Lock Skipped"),
+        ]
+    )
+    c.exit("skipped", ("Lock Skipped", 0))

@@ -32,12 +32,26 @@ A refused call answers `retry_after_ms`: when it would fit if nothing new arrive
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.primitives import engine, nodekit
-from n8n_lockkit.primitives.nodekit import Group, Names, ref, set_raw, split_out, value_js
+from n8n_lockkit.primitives import engine, nodekit, templating
+from n8n_lockkit.primitives.chain import Chain, Names, Row, chained
+from n8n_lockkit.primitives.nodekit import (
+    Kind,
+    if_,
+    js_literal,
+    no_op,
+    redis,
+    set_raw,
+    split_out,
+    stop,
+    stop_text,
+    switch,
+    value_js,
+    wait,
+)
 
 _WEBHOOK_IDS = uuid.UUID("5b0e2f64-3c1d-4e8a-9f27-6d4c8b1a7e35")
 # How long after its start a slot is free again, beyond W: a call goes only if its last look at
@@ -99,11 +113,6 @@ class RateInputs:
     # What a bad input is called in the error message, when the caller knows it by another
     # name (rate_limit_check's `windowSeconds`).
     labels: tuple[tuple[str, str], ...] = ()
-
-
-def _expression(name: str, tokens: dict[str, str]) -> str:
-    """`templates/js/engine/rate/<name>.js`."""
-    return nodekit.script_expression(f"engine/rate/{name}", tokens)
 
 
 def _input_js(limits: Sequence[RateInputs]) -> str:
@@ -179,7 +188,7 @@ def check(
     config_note: str = "",
     shape: Shape | None = None,
     margin_ms: int = MARGIN_MS,
-) -> Group:
+) -> Chain:
     """The rate-limit chain. `entry` takes the caller's items; exit `allowed` continues with
     the verdict once every limit let the call in. Refusals end in the chain's own nodes.
     `shape`: which nodes to build, when the limits' algorithm or on_denied are expressions;
@@ -191,95 +200,129 @@ def check(
     or to Commit again (restamp: late at its last look). Take? sends the rest to Route too.
     """
     shape = shape or Shape.of(limits)
-    cells = _cells(shape)
+    c = Chain(key, names, origin)
+    r = _Rows(c, _cells(shape), _script_context(c, margin_ms))
+    c.add(r.script("rate-context", "Rate Limit Context", "context", input=_input_js(limits)))
+    c.nodes[-1]["notes"] += config_note
+    c.entry = c.name("Rate Limit Context")
+    read_each = {**READ_EACH, "keyType": shape.read_type}
+    c.rows([
+        r.row("rate-input-valid", "Rate Limit Input Valid?", if_("$json.problem === null")),
+        r.row("rate-input-refused", "Rate Limit Input Refused", stop("$json.problem")),
+        r.script("rate-look", "Rate Limit Look", "look"),
+        *r.items("rate-read", "Rate Limit Read", "read", read_each, split=shape.several),
+        r.script("rate-check", "Rate Limit Check", "check"),
+        r.row("rate-take", "Rate Limit Take?", if_(_state("take"))),
+        *r.items("rate-claim", "Rate Limit Claim", "claims", CLAIM_EACH, split=shape.costly),
+        r.script("rate-verdict", "Rate Limit Verdict", "verdict"),
+        r.script("rate-outcome", "Rate Limit Outcome", "outcome"),
+        # One Switch routes every answer but `take` by its state (one expression, where a row
+        # of If nodes took one each): go, sleep (or pause and look again), fail past the max
+        # wait, be refused, or write its slots again (a call late at its last look).
+        r.row("rate-route", "Rate Limit Route", switch(_outputs(shape), _REFUSED)),
+    ])  # fmt: skip
+    reading = ["Rate Limit Read Items"] if shape.several else []
+    claiming = ["Rate Limit Claim Items"] if shape.costly else []
+    c.link([
+        ("Rate Limit Context", 0, "Rate Limit Input Valid?"),
+        ("Rate Limit Input Valid?", 1, "Rate Limit Input Refused"),
+        *chained("Rate Limit Input Valid?", "Rate Limit Look", *reading, "Rate Limit Read",
+                 "Rate Limit Check", "Rate Limit Take?", *claiming, "Rate Limit Claim",
+                 "Rate Limit Verdict"),
+    ])  # fmt: skip
+    c.exit("allowed", ("Rate Limit Route", 0))
+    _commit(c, shape, r)
+    _waiting(c, r)
+    _refusals(c, shape, r.cells["rate-denied"])
+    return c
 
-    def at(role: str) -> list[int]:
-        column, row = cells[role]
-        return [origin[0] + column * STEP, origin[1] + row * ROW]
 
-    g = Group()
-    n = names
-    context, look, check_, verdict = (
-        n("Rate Limit Context"), n("Rate Limit Look"), n("Rate Limit Check"),
-        n("Rate Limit Verdict"),
-    )  # fmt: skip
-    claim, outcome, route = n("Rate Limit Claim"), n("Rate Limit Outcome"), n("Rate Limit Route")
-    tokens = {
-        "__CONTEXT__": f"{ref(context)}.first().json",
-        "__LOOK__": f"{ref(look)}.first().json",
-        "__CHECK__": f"{ref(check_)}.first().json",
-        "__READ__": f"{ref(n('Rate Limit Read'))}.all()",
-        "__CLAIMED__": f"{ref(claim)}.all().map((item) => Number(Object.values(item.json)[0]))",
-        **{f"__{name}__": str(value) for name, value in _TUNING.items()},
-        "__MARGIN_MS__": str(margin_ms),
+def _script_context(c: Chain, margin_ms: int) -> dict[str, Any]:
+    """What the rate limit's scripts read: the chain's nodes, and its tuning."""
+    claimed = f"{c.ref('Rate Limit Claim')}.all()"
+    return {
+        "context": c.first("Rate Limit Context"),
+        "look": c.first("Rate Limit Look"),
+        "check": c.first("Rate Limit Check"),
+        "read": f"{c.ref('Rate Limit Read')}.all()",
+        "claimed": f"{claimed}.map((item) => Number(Object.values(item.json)[0]))",
+        "margin_ms": margin_ms,
+        **_TUNING,
     }
 
-    def script(role: str, name: str, file: str, extra: dict[str, str] | None = None) -> str:
-        return g.add(
-            set_raw(key, role, name, at(role), _expression(file, {**tokens, **(extra or {})}))
-        )
 
-    def test(role: str, name: str, condition: str) -> str:
-        return g.add(nodekit.if_node(key, role, name, at(role), condition))
+@dataclass(frozen=True)
+class _Rows:
+    """The rows of one rate-limit chain: each at the cell of its role (`_cells`)."""
 
-    g.entry = script("rate-context", context, "context", {"__INPUT__": _input_js(limits)})
-    g.nodes[-1]["notes"] += config_note
-    valid = test("rate-input-valid", n("Rate Limit Input Valid?"), "$json.problem === null")
-    refused = g.add(_stop(key, "rate-input-refused", n("Rate Limit Input Refused"),
-                          at("rate-input-refused"), "$json.problem"))  # fmt: skip
-    g.chain(context, valid)
-    g.connect(valid, 1, refused)
-    script("rate-look", look, "look")
-    read_each = {**READ_EACH, "keyType": shape.read_type}
-    reading = _items(g, key, "rate-read", (n, "Rate Limit Read"), at, "read", read_each,
-                     split=shape.several)  # fmt: skip
-    script("rate-check", check_, "check")
-    take = test("rate-take", n("Rate Limit Take?"), _state("take"))
-    claiming = _items(g, key, "rate-claim", (n, "Rate Limit Claim"), at, "claims", CLAIM_EACH,
-                      split=shape.costly)  # fmt: skip
-    script("rate-verdict", verdict, "verdict")
-    script("rate-outcome", outcome, "outcome")
-    # One Switch routes every answer but `take` by its state (one expression, where a row of
-    # If nodes took one each): go, sleep (or pause and look again), fail past the max wait, be
-    # refused, or write its slots again (a call late at its last look).
-    outputs = _ROUTES if shape.slots else _ROUTES[:-1]
-    g.add(nodekit.switch_node(key, "rate-route", route, at("rate-route"), outputs, _REFUSED))
-    g.chain(valid, look, *reading, check_, take, *claiming, verdict)
-    g.exits["allowed"] = [(route, 0)]
-    if shape.slots:
-        commit_test = n("Rate Limit Commit?")
-        test("rate-commit-test", commit_test, "$json.commit.length > 0")
-        committing = _items(g, key, "rate-commit", (n, "Rate Limit Commit"), at, "commit",
-                            COMMIT_EACH, split=shape.several)  # fmt: skip
-        g.chain(verdict, commit_test, *committing, outcome, route)
-        g.connect(commit_test, 1, outcome)
-        # Rate Limit Outcome hands on the items to write again.
-        g.connect(route, len(outputs) - 1, committing[0])
-    else:
-        g.chain(verdict, outcome, route)
-    sleep, go = n("Rate Limit Sleep"), n("Rate Limit Go?")
-    g.add(
-        nodekit.node(
-            key, "rate-sleep", sleep, "n8n-nodes-base.wait", 1.1, at("rate-sleep"),
-            {"resume": "timeInterval", "amount": "={{ $json.sleep_seconds }}", "unit": "seconds"},
-            webhookId=str(uuid.uuid5(_WEBHOOK_IDS, f"{key}:rate-sleep:{sleep}")),
-            **nodekit.RETRY,
-        )
-    )  # fmt: skip
-    woken = script("rate-woken", n("Rate Limit Woken"), "woken")
-    test("rate-go", go, _state("allow"))
-    g.connect(take, 1, route)
-    g.connect(route, 1, sleep)
-    g.chain(sleep, woken, go)
-    g.connect(go, 1, look)
-    g.exits["allowed"].append((go, 0))
-    too_long = g.add(_stop(key, "rate-too-long", n("Rate Limit Waited Too Long"),
-                           at("rate-too-long"), "$json.message"))  # fmt: skip
-    g.connect(route, 2, too_long)
-    column, row = cells["rate-denied"]
-    denied_at = (origin[0] + column * STEP, origin[1] + row * ROW)
-    _refusals(g, key, shape, [(route, _REFUSED)], names, denied_at)
-    return g
+    c: Chain
+    cells: dict[str, tuple[int, int]]
+    context: dict[str, Any]
+
+    def row(self, role: str, base: str, kind: Kind) -> Row:
+        return Row(role, base, kind, self.cells[role])
+
+    def script(self, role: str, base: str, file: str, **extra: str) -> Row:
+        """A Set node running `templates/js/engine/rate/<file>.js`."""
+        expression = templating.expression(f"engine/rate/{file}", **self.context, **extra)
+        return self.row(role, base, set_raw(expression))
+
+    def items(
+        self, role: str, base: str, field: str, each: dict[str, Any], *, split: bool
+    ) -> list[Row]:
+        """A Redis node that runs once per entry of the decision's list `field`: behind a
+        Split Out (`split`), or once, on the list's only entry."""
+        if split:
+            return [
+                self.row(f"{role}-items", f"{base} Items", split_out(field)),
+                self.row(role, base, redis(each, False)),
+            ]
+        only = {k: _first(v, field) for k, v in each.items()}
+        return [self.row(role, base, redis(only, True))]
+
+
+def _commit(c: Chain, shape: Shape, r: _Rows) -> None:
+    """A sliding limit writes its slots (Commit? → Commit) between Verdict and Outcome; Route
+    sends a call late at its last look back to Commit."""
+    if not shape.slots:
+        c.link(chained("Rate Limit Verdict", "Rate Limit Outcome", "Rate Limit Route"))
+        return
+    test = r.row("rate-commit-test", "Rate Limit Commit?", if_("$json.commit.length > 0"))
+    committing = r.items("rate-commit", "Rate Limit Commit", "commit", COMMIT_EACH,
+                         split=shape.several)  # fmt: skip
+    c.rows([test, *committing])
+    first = committing[0].name
+    c.link([
+        *chained("Rate Limit Verdict", "Rate Limit Commit?", *(x.name for x in committing),
+                 "Rate Limit Outcome", "Rate Limit Route"),
+        ("Rate Limit Commit?", 1, "Rate Limit Outcome"),
+        ("Rate Limit Route", len(_outputs(shape)) - 1, first),
+    ])  # fmt: skip
+
+
+def _waiting(c: Chain, r: _Rows) -> None:
+    """Sleeping and looking again, and failing past the max wait."""
+    sleep = wait("={{ $json.sleep_seconds }}", _WEBHOOK_IDS)
+    c.rows([
+        r.row("rate-sleep", "Rate Limit Sleep", sleep),
+        r.script("rate-woken", "Rate Limit Woken", "woken"),
+        r.row("rate-go", "Rate Limit Go?", if_(_state("allow"))),
+    ])  # fmt: skip
+    c.link(
+        [
+            ("Rate Limit Take?", 1, "Rate Limit Route"),
+            ("Rate Limit Route", 1, "Rate Limit Sleep"),
+            *chained("Rate Limit Sleep", "Rate Limit Woken", "Rate Limit Go?"),
+            ("Rate Limit Go?", 1, "Rate Limit Look"),
+        ]
+    )
+    c.exit("allowed", ("Rate Limit Go?", 0))
+    c.add(r.row("rate-too-long", "Rate Limit Waited Too Long", stop("$json.message")))
+    c.link([("Rate Limit Route", 2, "Rate Limit Waited Too Long")])
+
+
+def _outputs(shape: Shape) -> tuple[tuple[str, ...], ...]:
+    return _ROUTES if shape.slots else _ROUTES[:-1]
 
 
 # Rate Limit Route's outputs, by the states each takes; anything else (`deny`) is refused.
@@ -293,10 +336,22 @@ _REFUSED = 3
 # where they begin; a second on_denied mode takes a row more). Nothing sits under Route or the
 # column before it: the editor draws a node with five outputs taller than a row, its label lower.
 _TOP = (
-    "rate-context", "rate-input-valid", "rate-look", "rate-read-items", "rate-read", "rate-check",
-    "rate-take", "rate-claim-items", "rate-claim", "rate-verdict", "rate-commit-test",
-    "rate-commit-items", "rate-commit", "rate-outcome", "rate-route",
-)  # fmt: skip
+    "rate-context",
+    "rate-input-valid",
+    "rate-look",
+    "rate-read-items",
+    "rate-read",
+    "rate-check",
+    "rate-take",
+    "rate-claim-items",
+    "rate-claim",
+    "rate-verdict",
+    "rate-commit-test",
+    "rate-commit-items",
+    "rate-commit",
+    "rate-outcome",
+    "rate-route",
+)
 _WAITING = ("rate-sleep", "rate-woken", "rate-go")
 _SLOTS_ONLY = frozenset({"rate-commit-test", "rate-commit-items", "rate-commit"})
 
@@ -318,41 +373,18 @@ def _cells(shape: Shape) -> dict[str, tuple[int, int]]:
     return cells
 
 
+# What the rate limit's scripts are tuned by (`<< gate_ms >>` in outcome.js, …).
 _TUNING = {
-    "GATE_MS": GATE_MS,
-    "CLAIM_TTL_S": CLAIM_TTL_S,
-    "VOID_MS": VOID_MS,
-    "LIMBO_MS": LIMBO_MS,
-    "RETRY_MS": RETRY_MS,
-    "RETRY_MAX_MS": RETRY_MAX_MS,
-    "SLEEP_MIN_MS": SLEEP_MIN_MS,
-    "POOL": POOL,
-    "RESTAMP_MS": RESTAMP_MS,
+    "gate_ms": GATE_MS,
+    "claim_ttl_s": CLAIM_TTL_S,
+    "void_ms": VOID_MS,
+    "limbo_ms": LIMBO_MS,
+    "retry_ms": RETRY_MS,
+    "retry_max_ms": RETRY_MAX_MS,
+    "sleep_min_ms": SLEEP_MIN_MS,
+    "pool": POOL,
+    "restamp_ms": RESTAMP_MS,
 }
-
-
-def _items(
-    g: Group,
-    key: str,
-    role: str,
-    named: tuple[Names, str],
-    at: Callable[[str], list[int]],
-    field: str,
-    each: dict[str, Any],
-    *,
-    split: bool,
-) -> list[str]:
-    """A Redis node that runs once per entry of the decision's list `field`: behind a Split
-    Out (`split`), or once, on the list's only entry. `named`: the chain's names and the node's base
-    name. The nodes' names, first to last."""
-    names, base = named
-    name = names(base)
-    if split:
-        items = g.add(split_out(key, f"{role}-items", names(f"{base} Items"),
-                                at(f"{role}-items"), field))  # fmt: skip
-        return [items, g.add(nodekit.redis(key, role, name, at(role), each, False))]
-    only = {k: _first(v, field) for k, v in each.items()}
-    return [g.add(nodekit.redis(key, role, name, at(role), only, True))]
 
 
 def _first(value: Any, field: str) -> Any:
@@ -360,55 +392,35 @@ def _first(value: Any, field: str) -> Any:
     return value.replace("$json.", f"$json.{field}[0].") if isinstance(value, str) else value
 
 
-def _stop(key: str, role: str, name: str, position: list[int], message: str) -> nodekit.Node:
-    return nodekit.node(
-        key, role, name, "n8n-nodes-base.stopAndError", 1, position,
-        {"errorType": "errorMessage", "errorMessage": f"={{{{ {message} }}}}"},
-    )  # fmt: skip
-
-
-def _refusals(
-    g: Group,
-    key: str,
-    shape: Shape,
-    sources: list[tuple[str, int]],
-    names: Names,
-    origin: tuple[int, int],
-) -> None:
-    """Where a refused call goes: the --on-denied path of the limit that refused it."""
-    x, y = origin
+def _refusals(c: Chain, shape: Shape, origin: tuple[int, int]) -> None:
+    """Where a refused call goes: the --on-denied path of the limit that refused it; with
+    several modes an If before each Denied node but the last."""
+    column, row = origin
+    source: tuple[str, int] = ("Rate Limit Route", _REFUSED)
     for index, mode in enumerate(shape.modes):
         last = index == len(shape.modes) - 1
-        label = (
-            names("Rate Limit Denied")
-            if len(shape.modes) == 1
-            else names(f"Rate Limit Denied ({mode})")
-        )
+        label = "Rate Limit Denied" if len(shape.modes) == 1 else f"Rate Limit Denied ({mode})"
         if not last:
-            test = names(f"Rate Limit Denied {mode}?")
-            g.add(nodekit.if_node(key, "rate-denied-mode", test, [x, y],
-                                 f"$json.mode === {nodekit.js_literal(mode)}"))  # fmt: skip
-            for source, output in sources:
-                g.connect(source, output, test)
-            sources = [(test, 0)]
-        g.add(denied_node(key, label, [x + STEP, y], mode))
-        for source, output in sources:
-            g.connect(source, output, label)
+            test = f"Rate Limit Denied {mode}?"
+            condition = f"$json.mode === {js_literal(mode)}"
+            c.add(Row("rate-denied-mode", test, if_(condition), (column, row + index)))
+            c.link([(*source, test)])
+            source = (test, 0)
+        c.add(Row(f"rate-denied-{mode}", label, denied(mode), (column + 1, row + index)))
+        c.link([(*source, label)])
         if not last:
-            sources, y = [(test, 1)], y + ROW
+            source = (test, 1)
 
 
-def denied_node(key: str, name: str, position: list[int], mode: str) -> nodekit.Node:
+def denied(mode: str) -> Kind:
     """The end of a refused call: its verdict as the output (passthrough), a quiet end (stop),
     or a failed execution with the denial message (error)."""
     if mode == "error":
-        return nodekit.node(
-            key, "rate-denied-error", name, "n8n-nodes-base.stopAndError", 1, position,
-            {"errorType": "errorMessage", "errorMessage": f"={DENIAL}"},
-        )  # fmt: skip
+        return stop_text(f"={DENIAL}")
     if mode == "stop":
-        return nodekit.node(key, "rate-denied-stop", name, "n8n-nodes-base.noOp", 1, position, {})
-    fields = "{ allowed: false, scope: $json.scope, count: $json.count, limit: $json.limit, " \
-        "retry_after_ms: $json.retry_after_ms, message: $json.message }"  # fmt: skip
-    node = set_raw(key, "rate-denied-passthrough", name, position, f"={{{{ {fields} }}}}")
-    return node
+        return no_op()
+    fields = (
+        "{ allowed: false, scope: $json.scope, count: $json.count, limit: $json.limit, "
+        "retry_after_ms: $json.retry_after_ms, message: $json.message }"
+    )
+    return set_raw(f"={{{{ {fields} }}}}")

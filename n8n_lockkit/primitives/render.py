@@ -8,14 +8,13 @@ same decisions on the same keys and exclude each other on one scope; so is the r
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from n8n_lockkit.errors import TemplateError
-from n8n_lockkit.primitives import engine, keys, nodekit, rate
+from n8n_lockkit.primitives import engine, rate, templating
 from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
     LOCK_ACQUISITION,
@@ -24,8 +23,21 @@ from n8n_lockkit.primitives.catalogue import (
     RATE_LIMIT,
     Primitive,
 )
+from n8n_lockkit.primitives.chain import UNLABELLED, Chain, Grid, Row, chained
 from n8n_lockkit.primitives.cleanup import error_handler_lock_cleanup
 from n8n_lockkit.primitives.formats import stamp_primitive
+from n8n_lockkit.primitives.nodekit import (
+    GET_EACH,
+    INCR_EACH,
+    SET_EACH,
+    if_,
+    js_literal,
+    redis,
+    set_raw,
+    split_out,
+    stop_text,
+    trigger,
+)
 
 
 @dataclass(frozen=True)
@@ -69,269 +81,229 @@ def dump_workflow(workflow: dict[str, Any]) -> str:
 Workflow = dict[str, Any]
 _SETTINGS = {"executionOrder": "v1", "callerPolicy": "any"}
 STEP = engine.STEP
+# The primitives' grid: the engine's columns, rows of 25 px (a sixth of the engine's), so that a
+# node can sit between two of the engine's rows.
+FINE = Grid(STEP, 25)
 
 
-def _first(name: str) -> str:
-    return f"{nodekit.ref(name)}.first().json"
-
-
-def _trigger(key: str, name: str, inputs: list[tuple[str, str]]) -> nodekit.Node:
-    values = [{"name": n, "type": t} for n, t in inputs]
-    return nodekit.node(
-        key, "request", name, "n8n-nodes-base.executeWorkflowTrigger", 1.1, [0, 0],
-        {"inputSource": "workflowInputs", "workflowInputs": {"values": values}},
-    )  # fmt: skip
-
-
-def _chain(g: nodekit.Group, *names: str) -> None:
-    """Connect each node's first output to the next node."""
-    for source, target in itertools.pairwise(names):
-        g.connect(source, 0, target)
-
-
-def _merge(into: nodekit.Group, group: nodekit.Group) -> None:
-    into.nodes.extend(group.nodes)
-    into.connections.update(group.connections)
-
-
-def _workflow(primitive: Primitive, g: nodekit.Group) -> Workflow:
+def _workflow(primitive: Primitive, c: Chain) -> Workflow:
     return {
         "name": primitive.display_name,
-        "nodes": g.nodes,
-        "connections": g.connections,
+        "nodes": c.nodes,
+        "connections": c.connections,
         "settings": dict(_SETTINGS),
     }
 
 
+_ACQUISITION_INPUTS = [
+    ("scope", "string"),
+    ("ttl_seconds", "number"),
+    ("execution_id", "string"),
+    ("wait_till_lock_released", "boolean"),
+    ("max_wait_seconds", "number"),
+    ("lock_id", "string"),
+    ("workflow_id", "string"),
+    ("workflow_name", "string"),
+    ("max_concurrent", "number"),
+    ("on_busy", "string"),
+]
+# LockInputs field: the lock_acquisition input it comes from.
+_ACQUISITION_FIELDS = {
+    "scope": "scope",
+    "ttl_seconds": "ttl_seconds",
+    "max_wait_seconds": "max_wait_seconds",
+    "wait": "wait_till_lock_released",
+    "on_busy": "on_busy",
+    "slots": "max_concurrent",
+    "execution_id": "execution_id",
+    "workflow_id": "workflow_id",
+    "workflow_name": "workflow_name",
+    "lock_id": "lock_id",
+}
+
+
 def _lock_acquisition(options: engine.EngineOptions) -> Workflow:
-    """Lock Request → the engine's acquire chain → (a waiter's statistics) → Lock Output."""
-    key = LOCK_ACQUISITION.key
-    g = nodekit.Group()
-    trigger = g.add(
-        _trigger(
-            key,
-            "Lock Request",
-            [
-                ("scope", "string"),
-                ("ttl_seconds", "number"),
-                ("execution_id", "string"),
-                ("wait_till_lock_released", "boolean"),
-                ("max_wait_seconds", "number"),
-                ("lock_id", "string"),
-                ("workflow_id", "string"),
-                ("workflow_name", "string"),
-                ("max_concurrent", "number"),
-                ("on_busy", "string"),
-            ],
-        )
-    )
-    request = _first(trigger)
+    """Lock Request → the engine's acquire chain → (a waiter's statistics) → Lock Output.
+
+    The policy is an input, known at run time: the chain can always skip (a skipped caller
+    gets the skipped answer, `acquired: false`, as the sub-workflow's output). The inline form
+    counts a waiter's statistics after its release; a sub-workflow release does not know
+    whether its caller waited, so they are counted here, once the lock is held."""
+    c = Chain(LOCK_ACQUISITION.key, grid=FINE)
+    c.add(Row("request", "Lock Request", trigger(_ACQUISITION_INPUTS), (0, 0)))
+    request = c.first("Lock Request")
     inputs = engine.LockInputs(
-        **{
-            field: f"={{{{ {request}.{name} }}}}"
-            for field, name in (
-                ("scope", "scope"),
-                ("ttl_seconds", "ttl_seconds"),
-                ("max_wait_seconds", "max_wait_seconds"),
-                ("wait", "wait_till_lock_released"),
-                ("on_busy", "on_busy"),
-                ("slots", "max_concurrent"),
-                ("execution_id", "execution_id"),
-                ("workflow_id", "workflow_id"),
-                ("workflow_name", "workflow_name"),
-                ("lock_id", "lock_id"),
-            )
-        }
+        **{field: f"={{{{ {request}.{name} }}}}" for field, name in _ACQUISITION_FIELDS.items()}
     )
-    names = nodekit.Names()
-    # The policy is an input, known at run time: the chain can always skip (a skipped caller
-    # gets the skipped answer, `acquired: false`, as the sub-workflow's output).
-    acquire = engine.acquire(key, inputs, (STEP, 0), names, options, skips=True)
-    _merge(g, acquire)
-    g.connect(trigger, 0, acquire.entry)
-    decision = _first(names("Lock Decide"))
-    # The inline form counts a waiter's statistics after its release; a sub-workflow release
-    # does not know whether its caller waited, so they are counted here, once the lock is held.
-    x, y = 10 * STEP, -engine.ROW
-    waited = g.add(
-        nodekit.if_node(
-            key, "lock-waited", "Lock Waited?", [x, y], f"{decision}.wait_stats.length > 0"
-        )
+    acquire = engine.acquire(c.key, inputs, (STEP, 0), UNLABELLED, options, skips=True)
+    c.include(acquire)
+    decision = c.first("Lock Decide")
+    stats = f"={{{{ {{ incr: {decision}.wait_stats }} }}}}"
+    output = templating.expression(
+        "primitive/lock_acquisition/output", context=c.first("Lock Context"), decision=decision
     )
-    stats = g.add(
-        nodekit.set_raw(
-            key, "lock-wait-stats", "Lock Wait Stats", [x + STEP, y - engine.ROW // 2],
-            f"={{{{ {{ incr: {decision}.wait_stats }} }}}}",
-        )
-    )  # fmt: skip
-    split = g.add(
-        nodekit.split_out(
-            key, "lock-wait-stats-items", "Lock Wait Stats Items",
-            [x + 2 * STEP, y - engine.ROW // 2], "incr",
-        )
-    )  # fmt: skip
-    count = g.add(
-        nodekit.redis(
-            key, "lock-count-wait", "Lock Count Wait", [x + 3 * STEP, y - engine.ROW // 2],
-            nodekit.INCR_EACH, False,
-        )
-    )  # fmt: skip
-    script = nodekit.script_expression(
-        "primitive/lock_acquisition/output",
-        {"__CONTEXT__": _first(names("Lock Context")), "__DECISION__": decision},
+    c.rows(
+        [
+            Row("lock-waited", "Lock Waited?", if_(f"{decision}.wait_stats.length > 0"), (10, -6)),
+            Row("lock-wait-stats", "Lock Wait Stats", set_raw(stats), (11, -9)),
+            Row("lock-wait-stats-items", "Lock Wait Stats Items", split_out("incr"), (12, -9)),
+            Row("lock-count-wait", "Lock Count Wait", redis(INCR_EACH, False), (13, -9)),
+            Row("lock-output", "Lock Output", set_raw(output), (14, -6)),
+        ]
     )
-    output = g.add(nodekit.set_raw(key, "lock-output", "Lock Output", [x + 4 * STEP, y], script))
-    for source, index in acquire.exits["held"]:
-        g.connect(source, index, waited)
-    _chain(g, waited, stats, split, count, output)
-    g.connect(waited, 1, output)
-    return _workflow(LOCK_ACQUISITION, g)
+    c.link(
+        [
+            ("Lock Request", 0, acquire.entry),
+            *((source, index, "Lock Waited?") for source, index in acquire.exits["held"]),
+            *chained(
+                "Lock Waited?",
+                "Lock Wait Stats",
+                "Lock Wait Stats Items",
+                "Lock Count Wait",
+                "Lock Output",
+            ),
+            ("Lock Waited?", 1, "Lock Output"),
+        ]
+    )
+    return _workflow(LOCK_ACQUISITION, c)
 
 
 def _holder_check(
-    g: nodekit.Group, primitive: Primitive, request: list[tuple[str, str]], prefix: str
-) -> tuple[str, str]:
+    c: Chain, primitive: Primitive, request: list[tuple[str, str]], prefix: str
+) -> None:
     """Request → Context → read the lane(s) → Check (whose lock it is): lock_release and
-    lock_renew both start so. Returns the Context and Check node names."""
-    key = primitive.key
-    trigger = g.add(_trigger(key, f"{prefix} Request", request))
-    context, items, read, check = (
-        f"{prefix} Context", f"{prefix} Read Items", f"{prefix} Read", f"{prefix} Check"
-    )  # fmt: skip
-    script = nodekit.script_expression(
+    lock_renew both start so."""
+    context = templating.expression(
         "primitive/holder_check/context",
-        {
-            "__INPUT__": "$json",
-            "__PRIMITIVE__": key,
-            "__LOCK_ID_REQUIRED__": nodekit.js_literal(primitive is LOCK_RENEW),
-        },
+        input="$json",
+        primitive=primitive.key,
+        lock_id_required=js_literal(primitive is LOCK_RENEW),
     )
-    g.add(nodekit.set_raw(key, "context", context, [STEP, 0], script))
-    g.add(nodekit.split_out(key, "read-items", items, [2 * STEP, 0], "read"))
-    g.add(nodekit.redis(key, "read", read, [3 * STEP, 0], nodekit.GET_EACH, False))
-    script = nodekit.script_expression(
+    check = templating.expression(
         "primitive/holder_check/holder",
-        {
-            "__CONTEXT__": _first(context),
-            "__READ__": f"{nodekit.ref(read)}.all()",
-            "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
-        },
+        context=c.first(f"{prefix} Context"),
+        read=f"{c.ref(f'{prefix} Read')}.all()",
     )
-    g.add(nodekit.set_raw(key, "check", check, [4 * STEP, 0], script))
-    _chain(g, trigger, context, items, read, check)
-    return context, check
+    c.rows(
+        [
+            Row("request", f"{prefix} Request", trigger(request), (0, 0)),
+            Row("context", f"{prefix} Context", set_raw(context), (1, 0)),
+            Row("read-items", f"{prefix} Read Items", split_out("read"), (2, 0)),
+            Row("read", f"{prefix} Read", redis(GET_EACH, False), (3, 0)),
+            Row("check", f"{prefix} Check", set_raw(check), (4, 0)),
+        ]
+    )
+    steps = ("Request", "Context", "Read Items", "Read", "Check")
+    c.link(chained(*(f"{prefix} {step}" for step in steps)))
 
 
 _HANDOVER = [("scope", "string"), ("lock_id", "string"), ("ticket", "number")]
+_MISMATCH = (
+    "=LOGIC ERROR: lock '{{ $json.scope }}' is held by {{ $json.holder.workflow_name }} "
+    "(workflow {{ $json.holder.workflow_id }}, execution {{ $json.holder.execution_id }}, "
+    "lock_id {{ $json.holder.lock_id }}) since {{ $json.holder.locked_at }}, not by lock_id "
+    "{{ $json.lock_id }}; nothing was changed."
+)
 
 
 def _lock_release(options: engine.EngineOptions) -> Workflow:
     """Check ownership; the engine's release chain when the lock is the caller's; a stop
-    (LOGIC ERROR) when another lock holds the lane; nothing at all when none does."""
-    key = LOCK_RELEASE.key
-    g = nodekit.Group()
-    request = [*_HANDOVER, ("max_concurrent", "number")]
-    _, check = _holder_check(g, LOCK_RELEASE, request, "Release")
-    # A lock of the format before engine v2, taken before an upgrade's push: delete its
-    # counter and record as that format did (docs/upgrading.md).
-    old_held = g.add(
-        nodekit.if_node(
-            key, "old-held", "Old Format Held?", [5 * STEP, -2 * engine.ROW],
-            "$json.outcome === 'held-old'",
-        )
-    )  # fmt: skip
-    old_items = g.add(
-        nodekit.split_out(
-            key, "old-items", "Old Format Keys", [6 * STEP, -3 * engine.ROW], "delete"
-        )
+    (LOGIC ERROR) when another lock holds the lane; nothing at all when none does. A lock of
+    the format before engine v2, taken before an upgrade's push, is deleted as that format did
+    (docs/upgrading.md)."""
+    c = Chain(LOCK_RELEASE.key, grid=FINE)
+    _holder_check(c, LOCK_RELEASE, [*_HANDOVER, ("max_concurrent", "number")], "Release")
+    delete = {"operation": "delete", "key": "={{ $json.key }}"}
+    c.rows(
+        [
+            Row("old-held", "Old Format Held?", if_("$json.outcome === 'held-old'"), (5, -12)),
+            Row("old-items", "Old Format Keys", split_out("delete"), (6, -18)),
+            Row("old-release", "Release Old Format", redis(delete, False), (7, -18)),
+            Row("owned", "Owned?", if_("$json.outcome === 'held'"), (5, 0)),
+        ]
     )
-    old_release = g.add(
-        nodekit.redis(
-            key, "old-release", "Release Old Format", [7 * STEP, -3 * engine.ROW],
-            {"operation": "delete", "key": "={{ $json.key }}"}, False,
-        )
-    )  # fmt: skip
-    owned = g.add(
-        nodekit.if_node(key, "owned", "Owned?", [5 * STEP, 0], "$json.outcome === 'held'")
-    )
-    names = nodekit.Names()
-    release = engine.release(key, f"{_first(check)}.held", (6 * STEP, -engine.ROW), names)
-    _merge(g, release)
-    free = g.add(
-        nodekit.if_node(
-            key, "not-held", "Already Released?", [6 * STEP, engine.ROW],
-            "$json.outcome !== 'foreign'",
-        )
-    )  # fmt: skip
-    message = (
-        "=LOGIC ERROR: lock '{{ $json.scope }}' is held by {{ $json.holder.workflow_name }} "
-        "(workflow {{ $json.holder.workflow_id }}, execution {{ $json.holder.execution_id }}, "
-        "lock_id {{ $json.holder.lock_id }}) since {{ $json.holder.locked_at }}, not by lock_id "
-        "{{ $json.lock_id }}; nothing was changed."
-    )
-    mismatch = g.add(
-        nodekit.node(
-            key, "mismatch", "Ownership Mismatch — Stop", "n8n-nodes-base.stopAndError", 1,
-            [7 * STEP, 2 * engine.ROW], {"errorType": "errorMessage", "errorMessage": message},
-        )
-    )  # fmt: skip
-    script = nodekit.script_expression(
+    release = engine.release(c.key, f"{c.first('Release Check')}.held", (6 * STEP, -engine.ROW))
+    c.include(release)
+    output = templating.expression(
         "primitive/lock_release/output",
-        {
-            "__CHECK__": _first(check),
-            "__RELEASED__": f"{nodekit.ref(names('Lock Release Verdict'))}.isExecuted",
-            "__VERDICT__": _first(names("Lock Release Verdict")),
-            "__OLD_RELEASED__": f"{nodekit.ref(old_release)}.isExecuted",
-        },
+        check=c.first("Release Check"),
+        released=f"{c.ref(engine.RELEASE_ENTRY)}.isExecuted",
+        verdict=c.first(engine.RELEASE_ENTRY),
+        old_released=f"{c.ref('Release Old Format')}.isExecuted",
     )
-    output = g.add(nodekit.set_raw(key, "output", "Release Output", [14 * STEP, 0], script))
-    g.connect(check, 0, old_held)
-    g.connect(old_held, 0, old_items)
-    g.connect(old_items, 0, old_release)
-    g.connect(old_release, 0, output)
-    g.connect(old_held, 1, owned)
-    g.connect(owned, 0, release.entry)
-    g.connect(owned, 1, free)
-    g.connect(free, 0, output)
-    g.connect(free, 1, mismatch)
-    for source, index in release.exits["done"]:
-        g.connect(source, index, output)
-    return _workflow(LOCK_RELEASE, g)
+    c.rows(
+        [
+            Row("not-held", "Already Released?", if_("$json.outcome !== 'foreign'"), (6, 6)),
+            Row("mismatch", "Ownership Mismatch — Stop", stop_text(_MISMATCH), (7, 12)),
+            Row("output", "Release Output", set_raw(output), (14, 0)),
+        ]
+    )
+    c.link(
+        [
+            ("Release Check", 0, "Old Format Held?"),
+            *chained("Old Format Held?", "Old Format Keys", "Release Old Format", "Release Output"),
+            ("Old Format Held?", 1, "Owned?"),
+            ("Owned?", 0, release.entry),
+            ("Owned?", 1, "Already Released?"),
+            ("Already Released?", 0, "Release Output"),
+            ("Already Released?", 1, "Ownership Mismatch — Stop"),
+            *((source, index, "Release Output") for source, index in release.exits["done"]),
+        ]
+    )
+    return _workflow(LOCK_RELEASE, c)
 
 
 def _lock_renew(options: engine.EngineOptions) -> Workflow:
     """Check ownership; SET the record again with a new TTL while it is the caller's."""
-    key = LOCK_RENEW.key
-    g = nodekit.Group()
+    c = Chain(LOCK_RENEW.key, grid=FINE)
     request = [
         *_HANDOVER[:2],
         ("ttl_seconds", "number"),
         *_HANDOVER[2:],
         ("max_concurrent", "number"),
     ]
-    context, check = _holder_check(g, LOCK_RENEW, request, "Renew")
-    script = nodekit.script_expression(
+    _holder_check(c, LOCK_RENEW, request, "Renew")
+    decide = templating.expression(
         "primitive/lock_renew/renew",
-        {
-            "__CONTEXT__": _first(context),
-            "__CHECK__": "$json",
-            "__RELEASE_MARGIN_MS__": str(keys.RELEASE_MARGIN_SECONDS * 1000),
-            "__DEFAULT_TTL__": str(options.default_ttl_seconds),
-        },
+        context=c.first("Renew Context"),
+        check="$json",
+        default_ttl=options.default_ttl_seconds,
     )
-    decide = g.add(nodekit.set_raw(key, "decide", "Renew Decide", [5 * STEP, 0], script))
-    owned = g.add(
-        nodekit.if_node(key, "still-owned", "Still Owned?", [6 * STEP, 0], "$json.renewed === true")
+    answer = f"={{{{ (({{ set, ...answer }}) => answer)({c.first('Renew Decide')}) }}}}"
+    c.rows(
+        [
+            Row("decide", "Renew Decide", set_raw(decide), (5, 0)),
+            Row("still-owned", "Still Owned?", if_("$json.renewed === true"), (6, 0)),
+            Row("renew-items", "Renew Items", split_out("set"), (7, -4)),
+            Row("renew", "Renew Lock", redis(SET_EACH, False), (8, -4)),
+            Row("output", "Renew Output", set_raw(answer), (9, 0)),
+        ]
     )
-    items = g.add(nodekit.split_out(key, "renew-items", "Renew Items", [7 * STEP, -100], "set"))
-    store = g.add(
-        nodekit.redis(key, "renew", "Renew Lock", [8 * STEP, -100], nodekit.SET_EACH, False)
+    c.link(
+        [
+            *chained(
+                "Renew Check",
+                "Renew Decide",
+                "Still Owned?",
+                "Renew Items",
+                "Renew Lock",
+                "Renew Output",
+            ),
+            ("Still Owned?", 1, "Renew Output"),
+        ]
     )
-    answer = f"={{{{ (({{ set, ...answer }}) => answer)({_first(decide)}) }}}}"
-    output = g.add(nodekit.set_raw(key, "output", "Renew Output", [9 * STEP, 0], answer))
-    _chain(g, check, decide, owned, items, store, output)
-    g.connect(owned, 1, output)
-    return _workflow(LOCK_RENEW, g)
+    return _workflow(LOCK_RENEW, c)
+
+
+_RATE_INPUTS = [
+    ("scope", "string"),
+    ("limit", "number"),
+    ("windowSeconds", "number"),
+    ("algorithm", "string"),
+    ("cost", "number"),
+    ("wait", "boolean"),
+    ("max_wait_seconds", "number"),
+]
 
 
 def _rate_limit_check(options: engine.EngineOptions) -> Workflow:
@@ -341,24 +313,9 @@ def _rate_limit_check(options: engine.EngineOptions) -> Workflow:
     sliding), cost (default 1), wait (default false: a refused call answers allowed: false at
     once; true: it waits for its turn, up to max_wait_seconds, default 300, then fails).
     Output: allowed, scope, count, limit, retry_after_ms (0 when allowed)."""
-    key = RATE_LIMIT.key
-    g = nodekit.Group()
-    trigger = g.add(
-        _trigger(
-            key,
-            "Rate Limit Request",
-            [
-                ("scope", "string"),
-                ("limit", "number"),
-                ("windowSeconds", "number"),
-                ("algorithm", "string"),
-                ("cost", "number"),
-                ("wait", "boolean"),
-                ("max_wait_seconds", "number"),
-            ],
-        )
-    )
-    request = _first(trigger)
+    c = Chain(RATE_LIMIT.key, grid=FINE)
+    c.add(Row("request", "Rate Limit Request", trigger(_RATE_INPUTS), (0, 0)))
+    request = c.first("Rate Limit Request")
 
     def given(name: str, default: str) -> str:
         value = f"{request}.{name}"
@@ -376,20 +333,28 @@ def _rate_limit_check(options: engine.EngineOptions) -> Workflow:
         labels=(("window_seconds", "windowSeconds"),),
     )
     chain = rate.check(
-        key, [inputs], (STEP, 0), nodekit.Names(), shape=rate.Shape.runtime(),
+        c.key,
+        [inputs],
+        (STEP, 0),
+        UNLABELLED,
+        shape=rate.Shape.runtime(),
         margin_ms=rate.PRIMITIVE_MARGIN_MS,
-    )  # fmt: skip
-    _merge(g, chain)
-    g.connect(trigger, 0, chain.entry)
+    )
+    c.include(chain)
     answer = (
         "={{ { allowed: true, scope: $json.limits[0].scope, count: $json.limits[0].count, "
         "limit: $json.limits[0].limit, retry_after_ms: 0 } }}"
     )
-    x = max(n["position"][0] for n in chain.nodes) + STEP
-    result = g.add(nodekit.set_raw(key, "rate-result", "Rate Limit Result", [x, 0], answer))
-    for source, index in chain.exits["allowed"]:
-        g.connect(source, index, result)
-    return _workflow(RATE_LIMIT, g)
+    column = max(n["position"][0] for n in chain.nodes) // STEP + 1
+    c.add(Row("rate-result", "Rate Limit Result", set_raw(answer), (column, 0)))
+    allowed = chain.exits["allowed"]
+    c.link(
+        [
+            ("Rate Limit Request", 0, chain.entry),
+            *((source, index, "Rate Limit Result") for source, index in allowed),
+        ]
+    )
+    return _workflow(RATE_LIMIT, c)
 
 
 _BUILT: dict[str, Callable[[engine.EngineOptions], Workflow]] = {

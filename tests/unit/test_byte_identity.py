@@ -22,6 +22,7 @@ from typing import Any
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
+from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, wrap
 
 CORPUS = Path(__file__).parent.parent / "corpus"
@@ -63,6 +64,7 @@ FORMS: dict[str, Forms] = {
     "waiting": (None, WAITING, None),
     "guard": (None, None, GUARD),
     "guard-rate-lock": (LOCK, RATE, GUARD),
+    "renew": (LOCK, None, None),  # renewing before the body's first node
 }
 
 

@@ -4,7 +4,7 @@ Each block n8nlock adds (a lock's acquire chain, a rate limit, the release, the 
 sits inside a sticky note of its own that names it and says how to change or remove it. The
 acquire and rate-limit blocks stack above the body, the lowest first; the release block sits
 right of the body's ends, on the first trigger's row. A block's own shape comes from its cells
-(`engine.ACQUIRE_CELLS`, …); here it is only moved as a whole and framed.
+(its chain's rows, `primitives/chain.py`); here it is only moved as a whole and framed.
 
 Example:
     >>> nodes = [{"name": "A", "position": [0, 0]}, {"name": "B", "position": [180, 150]}]

@@ -7,10 +7,11 @@ import dataclasses
 from dataclasses import dataclass
 
 from n8n_lockkit.primitives import engine, nodekit
+from n8n_lockkit.primitives.chain import Chain
 from n8n_lockkit.rewrite.canvas import placement
 from n8n_lockkit.rewrite.canvas.geometry import NODE_SIZE
 from n8n_lockkit.rewrite.graphs import graph
-from n8n_lockkit.rewrite.graphs.graph import Entry, Node, Workflow, link
+from n8n_lockkit.rewrite.graphs.graph import Entry, Node, Workflow
 from n8n_lockkit.rewrite.wrapping import notes
 from n8n_lockkit.rewrite.wrapping.configs import WrapError
 from n8n_lockkit.rewrite.wrapping.nodes import if_parameters, js_literal, owned, role_of
@@ -67,7 +68,7 @@ class Builder:
         self.workflow["nodes"].append(node)
         return str(node["name"])
 
-    def add_group(self, group: nodekit.Group) -> list[Node]:
+    def add_group(self, group: Chain) -> list[Node]:
         for node in group.nodes:
             self.add(node, placed=True)
         self.workflow["connections"].update(group.connections)
@@ -89,10 +90,7 @@ class Builder:
             self.add(placement.note(self.key, block.role, block.name, block.text, box), placed=True)
 
     def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
-        main = self.workflow["connections"].setdefault(source, {}).setdefault("main", [])
-        while len(main) <= output:
-            main.append([])
-        main[output].append(link(target, index))
+        nodekit.connect(self.workflow["connections"], source, output, target, index)
 
 
 def joins(b: Builder) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from n8n_lockkit.primitives import engine, nodekit
+from n8n_lockkit.primitives.chain import Names
 from n8n_lockkit.rewrite.wrapping.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
     Builder,
@@ -24,7 +25,6 @@ from n8n_lockkit.rewrite.wrapping.builder import (
 from n8n_lockkit.rewrite.wrapping.nodes import (
     acquired,
     call,
-    if_parameters,
     js_literal,
     output_code,
     owned,
@@ -35,7 +35,7 @@ from n8n_lockkit.rewrite.wrapping.nodes import (
 class Held:
     """One lock the release frees: its chain's names, and a JS expression of its record."""
 
-    names: nodekit.Names
+    names: Names
     record: str
     # A JS condition under which the execution holds it (None: whenever the release runs).
     when: str | None = None
@@ -93,11 +93,9 @@ def inline(
         passing: list[tuple[str, int]] = []
         if lock.when is not None:
             x += engine.STEP
-            test = b.add(
-                owned(b.key, lock.names.role("lock-held"), lock.names("Lock Held?"),
-                      "n8n-nodes-base.if", 2.2, [x, y], if_parameters(b.key, lock.when)),
-                placed=True,
-            )  # fmt: skip
+            held_test = nodekit.Kind("n8n-nodes-base.if", 2.2, condition=lock.when)
+            role, name = lock.names.role("lock-held"), lock.names("Lock Held?")
+            test = b.add(held_test.node(b.key, role, name, [x, y]), placed=True)
             links += [(source, test) for source in feeding]
             feeding, passing = [(test, 0)], [(test, 1)]
             added.append(test)
@@ -112,19 +110,13 @@ def inline(
     if len(ends) == 1:
         # One end: a Merge answers with its items (input 1), once the release has run (input
         # 2); it costs no task runner, unlike the Code node that picks among several ends.
-        output = b.add(
-            owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.merge", 3, [right, y],
-                  dict(INPUT_1_ONCE_ALL_ARRIVED)),
-            placed=True,
-        )  # fmt: skip
+        merge = nodekit.Kind("n8n-nodes-base.merge", 3, INPUT_1_ONCE_ALL_ARRIVED)
+        output = b.add(merge.node(b.key, "lock-output", "Lock Output", [right, y]), placed=True)
         b.connect(*ends[0], output, 0)
         released = 1
     else:
-        output = b.add(
-            owned(b.key, "lock-output", "Lock Output", "n8n-nodes-base.code", 2, [right, y],
-                  output_code(ends)),
-            placed=True,
-        )  # fmt: skip
+        pick = nodekit.Kind("n8n-nodes-base.code", 2, output_code(ends))
+        output = b.add(pick.node(b.key, "lock-output", "Lock Output", [right, y]), placed=True)
         released = 0
     b.connect(join, 0, once)
     # n8n does not run Lock Join for an execution that never reached the body (a Merge that

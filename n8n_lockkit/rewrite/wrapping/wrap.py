@@ -41,6 +41,7 @@ import dataclasses
 import json
 
 from n8n_lockkit.primitives import engine, nodekit, overlap, rate
+from n8n_lockkit.primitives.chain import Chain, Names, Row
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Entry, Workflow
 from n8n_lockkit.rewrite.wrapping import configs, notes, refusals, release_side
@@ -64,7 +65,6 @@ from n8n_lockkit.rewrite.wrapping.configs import WrapError as WrapError
 from n8n_lockkit.rewrite.wrapping.nodes import (
     acquired,
     call,
-    if_parameters,
     owned,
     restore_items,
     role_of,
@@ -77,6 +77,8 @@ from n8n_lockkit.rewrite.wrapping.settings import (
 )
 
 EXECUTE = "n8n-nodes-base.executeWorkflow"
+IF = "n8n-nodes-base.if"
+RENEWED = "$json.renewed === true"
 LOCK_FRAME = ("frame-lock", notes.LOCK_NOTE)
 LOST = (
     "Lock lost before {target}: {{{{ $json.reason }}}} (scope '{{{{ $json.scope }}}}'); "
@@ -92,7 +94,7 @@ def _rate_limit(
     (binary data included), as Lock Restore does for the lock."""
     x, y = b.position(after[0])
     label = entry_label(b.workflow, entry)
-    names = nodekit.Names("" if b.single_entry else label)
+    names = Names("" if b.single_entry else label)
     limits = [dataclasses.asdict(r) for r in rates]
     note = CONFIG_MARK + json.dumps(limits, sort_keys=True)
     inputs = [rate.RateInputs(**c) for c in limits]
@@ -181,7 +183,7 @@ def _acquire_inline(
     x, y = b.position(after[0])
     trigger = entry_label(b.workflow, entry)
     label = "" if b.single_entry else trigger
-    names = nodekit.Names(label, kind="Dedupe" if config.dedupe else "Lock")
+    names = Names(label, kind="Dedupe" if config.dedupe else "Lock")
     inputs = engine.LockInputs(
         scope=config.scope,
         ttl_seconds=config.ttl_seconds,
@@ -194,7 +196,7 @@ def _acquire_inline(
     skips = config.on_busy in overlap.SKIPPING
     group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips)
     if skips and _responds_by_node(b.workflow, entry):
-        _respond_skipped(b.key, group, names)
+        _respond_skipped(group)
     role, title = ("frame-dedupe", notes.DEDUPE_NOTE) if config.dedupe else LOCK_FRAME
     text = notes.lock(b.key, config)
     b.stack(Block(role, b.name(title, trigger), text, b.add_group(group)))
@@ -225,19 +227,15 @@ def _responds_by_node(workflow: Workflow, entry: Entry) -> bool:
     return parameters.get("responseMode") == "responseNode"
 
 
-def _respond_skipped(key: str, group: nodekit.Group, names: nodekit.Names) -> None:
+def _respond_skipped(group: Chain) -> None:
     """A skipped caller of a webhook that answers with a Respond to Webhook node gets the
     skipped answer from one of ours (the body's own never runs)."""
-    ((answer, _),) = group.exits["skipped"]
-    x, y = next(n["position"] for n in group.nodes if n["name"] == answer)
-    respond = group.add(
-        nodekit.node(
-            key, names.role("lock-skipped-response"), names("Lock Skipped Response"),
-            "n8n-nodes-base.respondToWebhook", 1.1, [x + engine.STEP, y],
-            {"respondWith": "firstIncomingItem", "options": {}},
-        )
-    )  # fmt: skip
-    group.connect(answer, 0, respond)
+    respond = nodekit.Kind(
+        "n8n-nodes-base.respondToWebhook", 1.1, {"respondWith": "firstIncomingItem", "options": {}}
+    )
+    role = group.names.role("lock-skipped-response")
+    group.add(Row(role, "Lock Skipped Response", respond, overlap.SKIPPED_RESPONSE_CELL))
+    group.link([("Lock Skipped", 0, "Lock Skipped Response")])
 
 
 def _config_note(config: LockConfig) -> dict[str, object]:
@@ -274,8 +272,6 @@ def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
             for output, links in enumerate(graph.outputs(b.workflow, source))
             if any(x["node"] == target for x in links)
         ]
-        x = b.position(target)[0]
-        spot = [x, 0]  # moved up with its note by b.stack
         values = {
             "scope": acquired(acquires, "scope"),
             "lock_id": acquired(acquires, "lock_id"),
@@ -283,41 +279,16 @@ def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
             "ticket": acquired(acquires, "ticket"),
             "max_concurrent": acquired(acquires, "slots"),
         }
-        renew = b.add(
-            owned(
-                b.key,
-                "lock-renew",
-                f"Lock Renew ({target})",
-                EXECUTE,
-                1.2,
-                spot,
-                call("lock_renew", values),
-            ),
-            placed=True,
-        )
-        check = b.add(
-            owned(
-                b.key,
-                "lock-renewed",
-                f"Lock Renewed? ({target})",
-                "n8n-nodes-base.if",
-                2.2,
-                [spot[0] + STEP, spot[1]],
-                if_parameters(b.key, "$json.renewed === true"),
-            ),
-            placed=True,
-        )
-        lost = b.add(
-            owned(
-                b.key,
-                "lock-lost",
-                f"Lock Lost ({target})",
-                "n8n-nodes-base.stopAndError",
-                1,
-                [spot[0] + 2 * STEP, spot[1]],
-                {"errorType": "errorMessage", "errorMessage": f"={LOST.format(target=target)}"},
-            ),
-            placed=True,
+        # role, name, kind, in a row moved up with its note by b.stack
+        branch = [
+            ("lock-renew", "Lock Renew", nodekit.Kind(EXECUTE, 1.2, call("lock_renew", values))),
+            ("lock-renewed", "Lock Renewed?", nodekit.Kind(IF, 2.2, condition=RENEWED)),
+            ("lock-lost", "Lock Lost", nodekit.stop_text(f"={LOST.format(target=target)}")),
+        ]
+        x = b.position(target)[0]
+        renew, check, lost = (
+            b.add(kind.node(b.key, role, f"{base} ({target})", [x + k * STEP, 0]), placed=True)
+            for k, (role, base, kind) in enumerate(branch)
         )
         name = notes.RENEW_NOTE.format(target=target)
         text = notes.renew(b.key, target, config)
@@ -332,6 +303,8 @@ def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
 # budget and never queues for the lock), then the rate limit (a denied call never queues for
 # the lock), then the lock.
 STEPS = ("guard", "rate", "lock")
+# The names of the nodes wrap adds, by what they are part of.
+CHAINS = ("guard", "guard-restore", "lock", "lock-restore", "body")
 # Where an execution that holds a guard may end without the body, quietly (a failure leaves the
 # guard to the cleanup handler): a rate limit's passthrough or stop, a lock's skip.
 QUIET_ENDS = ("rate-denied-passthrough", "rate-denied-stop", "lock-skipped")
@@ -374,8 +347,7 @@ def wrap(
     graph.shift_body(workflow, shift)
     b = Builder(key, workflow, len(entries) == 1, 0)
     b.join_y = b.position(entries[0].node)[1]
-    chains: dict[str, list[str]] = {"guard": [], "guard-restore": [], "lock": [],
-                                    "lock-restore": [], "body": []}  # fmt: skip
+    chains: dict[str, list[str]] = {step: [] for step in CHAINS}
     for entry in entries:
         main = workflow["connections"][entry.node]["main"]
         body_links = main[entry.output]
@@ -385,8 +357,7 @@ def wrap(
         name = b.name(notes.RESTORE_NOTE, entry_label(workflow, entry))
         text = notes.restore(rates, lock, guard)
         b.framed.append(Block("frame-restore", name, text, [b.node(w) for w in waits]))
-        workflow["connections"].setdefault(last[0], {}).setdefault("main", [])
-        _set_output(workflow["connections"][last[0]]["main"], last[1], body_links)
+        nodekit.outputs(workflow["connections"], *last)[last[1]] = body_links
     if lock and lock.via_subworkflow:
         release_side.via_subworkflow(b, chains["lock"], chains["lock-restore"], ends)
     elif lock or guard:
@@ -454,23 +425,16 @@ def _release_inline(
         # Not "Lock Restore ran": n8n runs a Merge that lacks an input at the end of the
         # execution (with no output), so it has run after a skip too.
         when = f"{release_side.record(chains['lock'])}.state === 'enter'" if guard else None
-        held.append(release_side.Held(nodekit.Names(), record, when))
+        held.append(release_side.Held(Names(), record, when))
     quiet: list[tuple[str, int]] = []
     if guard:
         record = release_side.record(chains["guard"])
         if lock or rates:  # steps between the guard and the body: did the body begin?
             record = release_side.unless_body_ran(record, release_side.executed(chains["body"]))
-            quiet = [(str(n["name"]), 0) for n in graph.nodes(b.workflow)
-                     if role_of(n) in QUIET_ENDS]  # fmt: skip
-        held.append(release_side.Held(nodekit.Names(kind="Dedupe"), record))
+            quiet = [
+                (str(n["name"]), 0) for n in graph.nodes(b.workflow) if role_of(n) in QUIET_ENDS
+            ]
+        held.append(release_side.Held(Names(kind="Dedupe"), record))
     restores = chains["guard-restore"] if guard else chains["lock-restore"]
     text = notes.release(b.key, lock is not None, guard)
     release_side.inline(b, held, restores, ends, quiet, text)
-
-
-def _set_output(
-    main: list[list[dict[str, object]]], output: int, links: list[dict[str, object]]
-) -> None:
-    while len(main) <= output:
-        main.append([])
-    main[output] = links
