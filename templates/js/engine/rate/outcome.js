@@ -1,3 +1,4 @@
+<% import 'shared/slots.js' as slot %>
 // The verdict once its writes are done (Rate Limit Commit hands on its items, each with the
 // verdict, or the verdict itself), and the last look at the clock before the body. A call
 // allowed at `planned_ms` that gets here more than << gate_ms >> ms later (a slow Redis, a busy
@@ -14,7 +15,7 @@ if (verdict.state === 'allow' && held.length > 0 && now - verdict.planned_ms > <
   const again = { ...verdict, planned_ms: now, restamped: (verdict.restamped || 0) + 1 };
   const commit = held.map((h) => {
     const value = {};
-    h.slots.forEach(([i, g]) => { value[String(i)] = `${g}:${now + h.gap_ms}`; });
+    h.slots.forEach(([i, g]) => { value[String(i)] = << slot.value('g', 'now + h.gap_ms') >>; });
     return { key: h.key, type: 'hash', value, ttl: h.ttl, verdict: again };
   });
   // `verdict`: Rate Limit Commit hands on this item itself when it writes one item (rate.Shape).

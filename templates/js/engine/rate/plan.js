@@ -1,3 +1,4 @@
+<% import 'shared/slots.js' as slot %>
 // Shared by the rate limit's Set nodes. A sliding limit is `limit` slots; a call takes `cost` of
 // them by winning a claim on each (one INCR of `<hash>:c<slot>:<generation>`, 1 wins) and then
 // writes each slot's next generation and the time it is free again. A claim won by a call that
@@ -11,7 +12,7 @@ const slotsOf = (l, value) => {
   for (const [field, raw] of Object.entries(value)) {
     const i = Number(field);
     if (!Number.isInteger(i) || i < 0 || i >= l.limit) continue;
-    const parts = String(raw).split(':');
+    const parts = << slot.read('raw') >>;
     slots.push({ i, g: Number(parts[0]) || 0, t: Number(parts[1]) || 0 });
   }
   return slots.sort((a, b) => a.i - b.i);
@@ -56,7 +57,7 @@ const planOf = (l, index, value, lost, now) => {
   let chosen = shuffled(pool).slice(0, l.cost);
   if (chosen.length < l.cost) chosen = shuffled(written.filter((s) => !isLost(s))).sort((a, b) => a.t - b.t).slice(0, l.cost);
   const at = chosen.length < l.cost ? Infinity : Math.max(now, ...chosen.map((s) => s.t));
-  const claims = chosen.map((s) => ({ key: `${l.key}<< keys.claim >>${s.i}:${s.g}`, expire: true, ttl: << claim_ttl_s >> }));
+  const claims = chosen.map((s) => ({ key: << slot.claim('l.key', 's.i', 's.g') >>, expire: true, ttl: << claim_ttl_s >> }));
   return { index, at, busy, limbo, chosen, claims };
 };
 const waited = (ctx, now) => ((now - ctx.started_ms) / 1000).toFixed(1);

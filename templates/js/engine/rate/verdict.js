@@ -1,3 +1,4 @@
+<% import 'shared/slots.js' as slot %>
 // After the claims: a call that won every slot it claimed (and whose fixed counts stay within
 // their limits) writes each slot's next generation and when it is free again (its start plus
 // W plus the margin), and goes now or sleeps until the slots it booked are free. A call that
@@ -24,7 +25,7 @@ const start = Math.max(now, check.at);
 // The items of Rate Limit Commit, each carrying the verdict to Rate Limit Outcome.
 const write = (time, verdict) => results.filter((r) => r.won.length > 0).map((r) => {
   const value = {};
-  r.won.forEach((s) => { value[String(s.i)] = `${s.g + 1}:${time(s, r.l)}`; });
+  r.won.forEach((s) => { value[String(s.i)] = << slot.value('s.g + 1', 'time(s, r.l)') >>; });
   return { key: r.l.key, type: 'hash', value, ttl: r.l.ttl, verdict };
 });
 if (ok) {
