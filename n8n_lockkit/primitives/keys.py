@@ -2,8 +2,10 @@
 
 Engine v2 is a ticket lock with N lanes, N = `--max-concurrent` (1: a mutex). Format 3 made
 it stall-safe: the holder's record is per ticket, and a caller that entered late checks that
-nobody skipped it (docs/lock-engine.md). The JavaScript in `templates/js/engine/lock/` builds
-the same names; `tests/e2e` proves both agree.
+nobody skipped it (docs/lock-engine.md). Format 4, this one, keeps format 3's keys and decides
+on them alone: a caller of format 1 or 2 is invisible to it, so `n8nlock push` drains those
+before it brings format 4 (ops/drain.py). The scripts in `templates/js/` write every name from
+`SCHEMA` below; `tests/e2e` proves the scripts and the operator commands agree.
 
 - `n8n-lock-<scope>:ticket`: INCR by every arrival. A scalar without TTL: the ticket is the
   fence, and it must never go back while a lane remembers a later ticket.
@@ -17,7 +19,7 @@ the same names; `tests/e2e` proves both agree.
   caller's record.
 - `n8n-lock-<scope>:meta:<k>`: a copy of lane k's holder record, for the operator commands,
   `lock_release` calls without a ticket, and callers of format 2 (whose own record it was).
-  The engine of format 3 decides nothing on it, except to wait for a format-2 holder.
+  The engine decides nothing on it.
 - `n8n-lock-<scope>:gone:<t>`: ticket t left the line: it gave up (timeout, fail-fast), or the
   caller behind skipped it (SET before that caller advances `served`; a caller that entered
   late reads it to find out). The waiter behind skips a marked head at once; an unmarked head
@@ -44,14 +46,15 @@ the same names; `tests/e2e` proves both agree.
   window as TTL.
 
 Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fence` and
-`n8nlock:arrived:`/`n8nlock:left:`; the `*_v1` names below read it for the upgrade check.
+`n8nlock:arrived:`/`n8nlock:left:`; format 2 kept the holder's record in the lane's `meta:<k>`.
+Only the operator commands and the drain read them (the `*_v1` names below).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT = 3
+FORMAT = 4
 LOCK_PREFIX = "n8n-lock-"
 TICKET_SUFFIX = ":ticket"
 SERVED_SUFFIX = ":served:"

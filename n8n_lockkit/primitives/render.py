@@ -208,20 +208,10 @@ _MISMATCH = (
 
 def _lock_release(options: engine.EngineOptions) -> Workflow:
     """Check ownership; the engine's release chain when the lock is the caller's; a stop
-    (LOGIC ERROR) when another lock holds the lane; nothing at all when none does. A lock of
-    the format before engine v2, taken before an upgrade's push, is deleted as that format did
-    (docs/upgrading.md)."""
+    (LOGIC ERROR) when another lock holds the lane; nothing at all when none does."""
     c = Chain(LOCK_RELEASE.key, grid=FINE)
     _holder_check(c, LOCK_RELEASE, [*_HANDOVER, ("max_concurrent", "number")], "Release")
-    delete = {"operation": "delete", "key": "={{ $json.key }}"}
-    c.rows(
-        [
-            Row("old-held", "Old Format Held?", if_("$json.outcome === 'held-old'"), (5, -12)),
-            Row("old-items", "Old Format Keys", split_out("delete"), (6, -18)),
-            Row("old-release", "Release Old Format", redis(delete, False), (7, -18)),
-            Row("owned", "Owned?", if_("$json.outcome === 'held'"), (5, 0)),
-        ]
-    )
+    c.add(Row("owned", "Owned?", if_("$json.outcome === 'held'"), (5, 0)))
     release = engine.release(c.key, f"{c.first('Release Check')}.held", (6 * STEP, -engine.ROW))
     c.include(release)
     output = templating.expression(
@@ -229,7 +219,6 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
         check=c.first("Release Check"),
         released=f"{c.ref(engine.RELEASE_ENTRY)}.isExecuted",
         verdict=c.first(engine.RELEASE_ENTRY),
-        old_released=f"{c.ref('Release Old Format')}.isExecuted",
     )
     c.rows(
         [
@@ -240,9 +229,7 @@ def _lock_release(options: engine.EngineOptions) -> Workflow:
     )
     c.link(
         [
-            ("Release Check", 0, "Old Format Held?"),
-            *chained("Old Format Held?", "Old Format Keys", "Release Old Format", "Release Output"),
-            ("Old Format Held?", 1, "Owned?"),
+            ("Release Check", 0, "Owned?"),
             ("Owned?", 0, release.entry),
             ("Owned?", 1, "Already Released?"),
             ("Already Released?", 0, "Release Output"),

@@ -14,14 +14,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from n8n_lockkit.primitives import keys
-from n8n_lockkit.workspace.envconfig import load_env
-from n8n_lockkit.workspace.layout import Workspace
 from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, tickets_drawn, wait_until
 
 REDIS = {
@@ -274,49 +271,6 @@ def test_waiters_sleep_until_their_expected_turn_before_their_first_read(
         assert first_sleep < runs[caller]["Lock Read Line"][0]["startTime"], caller
     # The third in line sleeps past the first waiter's turn before it looks at all.
     assert runs[4]["Lock Read Line"][0]["startTime"] >= bodies[2][0] - 100
-
-
-PREVIOUS_FORM = Path(__file__).parents[1] / "fixtures" / "upgrade" / "format2_caller.template.json"
-
-
-@pytest.fixture(scope="module")
-def previous_form(lockbed: LockBed) -> str:
-    """The same workflow wrapped by n8nlock 0fd2f5e, before the fast path: its arrivals write
-    no fast-path value, and its releases leave it behind `served`."""
-    key = f"engine_prev_{uuid.uuid4().hex[:6]}"
-    text = PREVIOUS_FORM.read_text().replace('"path": "format2_caller"', f'"path": "{key}"')
-    (lockbed.root / "workflows" / f"{key}.template.json").write_text(text)
-    env = load_env(Workspace(lockbed.root), "e2e")
-    env.register_workflow(key, f"e2e engine previous form {key}")
-    env.document.path.write_text(env.document.dumps())
-    run_cli(lockbed.root, "push", "--env", "e2e", "--activate", key)
-    return key
-
-
-def test_callers_wrapped_before_the_fast_path_and_after_share_a_scope_safely(
-    lockbed: LockBed, mutex: str, previous_form: str, scope: str
-) -> None:
-    """During a rollout both forms run on one scope: format 2 (before the fast path) and this
-    one (format 3: per-ticket records, with a copy where format 2 looks). A release of the
-    previous form does not move the fast-path value, so the next arrival of this form reads
-    the line instead of trusting it; contended, the two forms never hold the scope at once."""
-    assert call(lockbed, mutex, scope, 0).status == 200
-    assert call(lockbed, previous_form, scope, 1).status == 200
-    assert call(lockbed, mutex, scope, 2).status == 200
-    assert line_reads(lockbed, mutex, scope, 2) == {0: 1, 2: 1}
-    total = 80
-    with ThreadPoolExecutor(16) as pool:
-        calls = list(
-            pool.map(
-                lambda i: call(lockbed, (mutex, previous_form)[i % 2], scope, i, hold_ms=5),
-                range(3, 3 + total),
-            )
-        )
-    assert [c.status for c in calls] == [200] * total, [c.body for c in calls if c.status != 200]
-    bodies = spans(lockbed, scope)
-    assert len(bodies) == 3 + total
-    assert most_at_once(list(bodies.values())) == 1
-    assert held_lanes(lockbed.redis, scope) == []
 
 
 def starts(bed: LockBed, scope: str) -> set[int]:

@@ -22,7 +22,6 @@ from typing import Any
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
-from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, wrap
 
 CORPUS = Path(__file__).parent.parent / "corpus"

@@ -19,6 +19,7 @@ from n8n_lockkit.check.findings import Severity
 from n8n_lockkit.check.rules import RULES, Rule, WorkflowContext
 from n8n_lockkit.check.rules.jsstring import decode_js_string
 from n8n_lockkit.check.validate import check_workflow, parse_workflow
+from n8n_lockkit.primitives import formats
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "rules"
 CASES = sorted(p for p in FIXTURES.glob("*/*.json") if not p.name.endswith(".case.json"))
@@ -50,13 +51,14 @@ def test_every_fixture_folder_names_a_rule() -> None:
     assert {p.name for p in FIXTURES.iterdir()} <= set(RULE_IDS)
 
 
-def test_lock_nodes_that_n8nlock_stamped_format_3_may_retry() -> None:
+def test_lock_nodes_that_n8nlock_stamped_a_retrying_format_may_retry() -> None:
     """From format 3 n8nlock itself makes its lock nodes retry (an expression n8n timed out
-    across a stall): the inline lock of bad-inline.json, stamped format 3, passes."""
+    across a stall): the inline lock of bad-inline.json, stamped the current format, passes."""
     workflow = json.loads((FIXTURES / "lock-no-retry" / "bad-inline.json").read_text())
     for node in workflow["nodes"]:
         notes = str(node.get("notes", ""))
-        node["notes"] = notes.replace("managed by n8nlock;", "managed by n8nlock (format 3);")
+        stamp = f"managed by n8nlock (format {formats.FORMAT});"
+        node["notes"] = notes.replace("managed by n8nlock;", stamp)
         if node["type"] == "n8n-nodes-base.redis":
             node.update(retryOnFail=True, maxTries=3, waitBetweenTries=0)
     findings = check_workflow(workflow, display="format3.json", key="orders", env=None)

@@ -13,7 +13,7 @@ const parse = (raw) => {
   }
   return { lock_id: String(raw), workflow_name: 'unknown (unreadable record)', unreadable: true };
 };
-<% endmacro %>
+<%- endmacro %>
 <% macro released(ticket, lock_id, at, extra='') %>JSON.stringify({ released: true, ticket: << ticket >>, lock_id: << lock_id >>, released_at: << at >><< extra >> })<% endmacro %>
 <# The execution's cleanup index (`index:<workflow>:<execution>`, a hash): one entry per scope
    it holds, which the cleanup handler reads to find the lock's record. #>

@@ -1,3 +1,5 @@
+<% import 'shared/records.js' as records %>
+<% import 'shared/fast_path.js' as fast_path %>
 // One decision per look at the line: enter, wait (and for how long), skip a dead head, or
 // give up. Tickets are served in order per lane (ticket % slots); a lane's `served` holds the
 // last ticket that left it, so the lane's head is served + slots. Each ticket that entered has
@@ -24,42 +26,32 @@ const N = ctx.slots;
 const t = look.ticket;
 // On the fast path nothing was read: the ticket before this one is the last out, and its
 // release wrote the fast-path value after marking its record released (release.js).
-const values = look.fast ? [String(t - 1), null, null, null] : << read >>.map((item) => item.json.value);
-const [servedRaw, holdRaw, laneRaw, oldRaw] = values;
-// A holder of the format before engine v2 (a count at the bare scope key) still holds the
-// scope: during an upgrade the new form waits for it instead of entering beside it.
-const oldHolder = oldRaw !== null && oldRaw !== undefined && Number(oldRaw) >= 1;
+const values = look.fast ? [String(t - 1), null] : << read >>.map((item) => item.json.value);
+const [servedRaw, holdRaw] = values;
 const firstInLane = look.lane === 0 ? N : look.lane;
 const served = servedRaw === null || servedRaw === undefined ? firstInLane - N : Number(servedRaw);
 const head = served + N;
 const now = Date.now();
-const parse = (raw) => {
-  if (raw === null || raw === undefined) return null;
-  try { const record = typeof raw === 'string' ? JSON.parse(raw) : raw; return record && typeof record === 'object' ? record : null; } catch (error) { return null; }
-};
+<< records.reader() >>
 // The records and marks this look read, by ticket (read.js: its window); a ticket it did not
 // read is undefined (unknown).
 const records = look.fast ? { [t - 1]: null } : {};
 const marks = {};
 if (!look.fast) {
   look.window.forEach((k, index) => {
-    records[k] = parse(values[4 + 2 * index]);
-    marks[k] = values[5 + 2 * index] ?? null;
+    records[k] = parse(values[2 + 2 * index]);
+    marks[k] = values[3 + 2 * index] ?? null;
   });
 }
 // parse() gives null for a key that is absent; undefined means the look did not read it.
 const known = (ticket) => ticket < 1 || records[ticket] !== undefined; // none below 1
-// A format-2 holder writes its record only at `meta:<lane>`; format 3 writes a copy there
-// marked `format: 3`, which this engine never decides on.
-const lane2 = parse(laneRaw);
 // A duplicate guard's done mark: a success of this key within its window.
-const done = ctx.dedupe && !look.fast ? parse(values[4 + 2 * look.window.length]) : null;
-const v2Holds = (ticket) => lane2 !== null && !lane2.released && lane2.format === undefined && lane2.ticket === ticket;
+const done = ctx.dedupe && !look.fast ? parse(values[2 + 2 * look.window.length]) : null;
 // Ticket `ticket` may hold: its record is there and not released. It may have entered late
 // (after a stall), so the caller after it waits for it like for any holder.
 const active = (ticket) => {
   const record = records[ticket];
-  return (record !== null && record !== undefined && !record.released && record.ticket === ticket) || v2Holds(ticket);
+  return record !== null && record !== undefined && !record.released && record.ticket === ticket;
 };
 const meta = known(head) ? records[head] : null;
 const holding = active(head);
@@ -99,7 +91,7 @@ if (t < head) return { ...out, state: 'requeue', incr: [{ key: `${ctx.base}<< ke
 // been written late, after a caller behind it had skipped it (verify.js withdraws it then).
 if (!known(head - N)) return again('unread');
 if (done !== null) return turnedAway(null, done.execution_id);
-const blocked = oldHolder || active(head - N);
+const blocked = active(head - N);
 if (t === head && !blocked) {
   const expiresMs = now + ctx.ttl_seconds * 1000;
   const record = {
@@ -122,13 +114,13 @@ if (t === head && !blocked) {
     // them all again.
     set: [
       // An object: Lock Hold writes it as a hash (one field per scope the execution holds).
-      { key: ctx.index_key, value: { [ctx.scope]: JSON.stringify({ lock_id: ctx.lock_id, ticket: t, slots: N, format: << format >> }) }, ttl: ctx.ttl_seconds + 3600 },
+      { key: ctx.index_key, value: { [ctx.scope]: << records.index_entry('ctx.lock_id', 't', 'N') >> }, ttl: ctx.ttl_seconds + 3600 },
       // A mutex's fast-path value keeps naming the last ticket out (t - 1, which `served` is),
       // and tells arrivals when this ticket entered (read.js).
       // It expires with the lease: only a hint, and an arrival that finds none reads the line.
-      ...(N === 1 ? [{ key: `${ctx.base}<< keys.fast >>`, value: String((t - 1) * << fast_scale >> + << held_mark >> + (now % << held_wrap_ms >>)), ttl: ctx.ttl_seconds }] : []),
-      // The copy for the operator commands and format-2 callers (keys.py); it holds nothing
-      // by itself for this engine.
+      ...(N === 1 ? [{ key: `${ctx.base}<< keys.fast >>`, value: << fast_path.held('t', 'now') >>, ttl: ctx.ttl_seconds }] : []),
+      // The lane's copy, for the operator commands and a release without a ticket (keys.py);
+      // it holds nothing by itself for this engine.
       // Both live until `expires_ms`, counted when Lock Hold writes them (expires_ms in
       // SET_EXPIRING_EACH): a Lock Hold delayed by a stall must not outlive the holder's own expiry.
       { key: `${ctx.base}<< keys.meta >>${look.lane}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
@@ -139,8 +131,7 @@ if (t === head && !blocked) {
 if (t > head && (!known(head) || marks[head] === undefined)) return again('unread');
 const holder = holding && meta
   ? `${meta.workflow_name} (workflow ${meta.workflow_id}, execution ${meta.execution_id}) since ${meta.locked_at}`
-  : v2Holds(head) || v2Holds(head - N) ? 'a caller of format 2 (n8nlock locks shows it)'
-  : oldHolder ? 'a caller of the format before engine v2 (n8nlock locks shows it)' : 'a caller ahead in line';
+  : 'a caller ahead in line';
 const giveUp = (state, metric, message) => ({
   ...out, state, message,
   // One INCR node marks the ticket gone (a count: a mark that a caller behind wrote first, a

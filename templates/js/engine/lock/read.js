@@ -1,3 +1,4 @@
+<% import 'shared/fast_path.js' as fast_path %>
 // What to read on this look at the line: one GET node reads every key in one connection. Runs
 // inside Lock Decide (decide.js), which reads the line when `skip_read` is false.
 const ctx = << context >>;
@@ -13,9 +14,11 @@ const lane = ticket % N;
 // enters without this read. Only a first ticket counts, and only a value a release or a
 // holder wrote (a holder writes the ticket before its own, so no arrival matches it).
 const firstTicket = decided === null;
-const drawn = (name) => (firstTicket ? << drawn >>.map((item) => item.json[`${ctx.base}:${name}`]).find((v) => v !== undefined) : undefined);
-const fastValue = Number(drawn('fast') ?? 0);
-const lastOut = Math.floor(fastValue / << fast_scale >>);
+const drawn = (suffix) => (firstTicket ? << drawn >>.map((item) => item.json[`${ctx.base}${suffix}`]).find((v) => v !== undefined) : undefined);
+<< fast_path.decoder() >>
+const fastValue = Number(drawn('<< keys.fast >>') ?? 0);
+const decoded = decodeFast(fastValue, now);
+const lastOut = decoded.lastOut;
 // A duplicate guard always reads: its done mark is read with the line (no fast path).
 const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1 && !ctx.dedupe;
 // A waiter sleeps before its first read when the same INCR node told it enough: the tickets
@@ -24,13 +27,10 @@ const fast = N === 1 && lastOut >= 1 && ticket === lastOut + 1 && !ctx.dedupe;
 // added 1, at most once per ticket ahead: taking that many off errs early, and an early wake
 // costs a look where a late one costs the lock.
 const ahead = ticket - lastOut - 1;
-const averageRaw = Number(drawn('hold_ms') ?? 0) - (ahead + 1);
+const averageRaw = Number(drawn('<< keys.hold >>') ?? 0) - (ahead + 1);
 const averageMs = averageRaw >= 20 ? averageRaw : null;
-const rest = fastValue - lastOut * << fast_scale >>;
-const entered = rest >= << held_mark >>;
-const wrap = << held_wrap_ms >>;
-const enteredMod = (((rest - << held_mark >> - ahead) % wrap) + wrap) % wrap;
-const enteredMs = now - ((((now - enteredMod) % wrap) + wrap) % wrap);
+const entered = decoded.entered;
+const enteredMs = decoded.enteredAt(ahead);
 let sleepFirstMs = null;
 // Only a plain waiter: a buffer-one caller first finds out whether it may wait at all.
 if (!fast && ctx.on_busy === 'wait' && N === 1 && lastOut >= 1 && averageMs !== null && ahead >= 1) {
@@ -76,10 +76,6 @@ return {
   read: [
     { key: `${ctx.base}<< keys.served >>${lane}` },
     { key: `${ctx.base}<< keys.hold >>` },
-    // A holder of format 2 keeps its record here (format 3 writes only a copy, marked so).
-    { key: `${ctx.base}<< keys.meta >>${lane}` },
-    // The counter of the format before engine v2: its holder keeps the scope (docs/upgrading.md).
-    { key: ctx.base },
     ...window.flatMap((k) => [{ key: `${ctx.base}<< keys.holder >>${k}` }, { key: `${ctx.base}<< keys.gone >>${k}` }]),
     // Last: a release writes the done mark before it frees the line, so a look that finds the
     // line free also finds the mark.

@@ -1,3 +1,5 @@
+<% import 'shared/records.js' as records %>
+<% import 'shared/fast_path.js' as fast_path %>
 // Leave the line: mark this ticket's record and the lane's copy released, then advance the
 // lane to this ticket. The record goes first: the next ticket enters at its first look that
 // sees `served`, with nothing left to wait for. A look that sees the record released and
@@ -7,7 +9,7 @@
 const held = << held >>;
 const now = Date.now();
 const base = `<< keys.lock >>${held.scope}`;
-const released = JSON.stringify({ released: true, ticket: held.ticket, lock_id: held.lock_id, released_at: new Date(now).toISOString() });
+const released = << records.released('held.ticket', 'held.lock_id', 'new Date(now).toISOString()') >>;
 if (now >= held.expires_ms - << release_margin_ms >>) {
   // This close to the lock's expiry (or past it) the lane is left to the caller behind, which
   // skips this ticket; only this ticket's own record says it left, so that it does so at once.
@@ -32,7 +34,7 @@ return {
     { key: `${base}<< keys.served >>${held.lane}`, value: String(held.ticket), ttl: 0 },
     // After `served` and the record, so that it never names a ticket ahead of `served`, or
     // one whose record still holds (keys.py).
-    ...(held.slots === 1 ? [{ key: `${base}<< keys.fast >>`, value: String(held.ticket * << fast_scale >>), ttl: 0 }] : []),
+    ...(held.slots === 1 ? [{ key: `${base}<< keys.fast >>`, value: << fast_path.released('held.ticket') >>, ttl: 0 }] : []),
     { key: `${base}<< keys.hold >>`, value: String(average), ttl: 604800 },
   ],
 };

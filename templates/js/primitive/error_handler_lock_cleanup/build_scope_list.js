@@ -12,25 +12,22 @@ const registered = Array.isArray(LOCK_SCOPES)
 const hour = new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
 
 function entryOf(value) {
-  // scope -> JSON {lock_id, ticket, slots, format}; a bare lock_id is an entry of the format-1
-  // layout. Format 3 keeps the record per ticket; format 2 kept it per lane.
+  // scope -> JSON {lock_id, ticket, slots, format}: the lock's record is the ticket's.
   try {
     const entry = JSON.parse(value);
-    if (entry && typeof entry === 'object') {
-      const ticket = Number.isInteger(entry.ticket) ? entry.ticket : null;
+    if (entry && typeof entry === 'object' && Number.isInteger(entry.ticket)) {
       const slots = Number.isInteger(entry.slots) && entry.slots > 0 ? entry.slots : 1;
-      const perTicket = ticket !== null && Number.isInteger(entry.format) && entry.format >= 3;
-      return { lock_id: String(entry.lock_id), ticket, lane: ticket === null ? 0 : ticket % slots, perTicket };
+      return { lock_id: String(entry.lock_id), ticket: entry.ticket, lane: entry.ticket % slots };
     }
   } catch (error) {
-    // not JSON: a bare lock_id
+    // not an entry this engine wrote
   }
-  return { lock_id: String(value), ticket: null, lane: 0, perTicket: false };
+  return null;
 }
 
-const locks = new Map(Object.entries(listed).map(([scope, value]) => [scope, entryOf(value)]));
+const locks = new Map(Object.entries(listed).map(([scope, value]) => [scope, entryOf(value)]).filter(([, entry]) => entry !== null));
 for (const scope of registered) {
-  if (!locks.has(scope)) locks.set(scope, { lock_id: null, ticket: null, lane: 0, perTicket: false });
+  if (!locks.has(scope)) locks.set(scope, { lock_id: null, ticket: null, lane: 0 });
 }
 if (locks.size === 0) {
   const reason = 'the failed execution held no lock (none indexed, no lockScopes registered)';
@@ -44,8 +41,9 @@ return [...locks].map(([scope, entry]) => ({
     scope,
     lane: entry.lane,
     meta_key: `<< keys.lock >>${scope}<< keys.meta >>${entry.lane}`,
-    record_key: entry.perTicket ? `<< keys.lock >>${scope}<< keys.holder >>${entry.ticket}` : `<< keys.lock >>${scope}<< keys.meta >>${entry.lane}`,
-    holder_key: entry.perTicket ? `<< keys.lock >>${scope}<< keys.holder >>${entry.ticket}` : null,
+    // The ticket's record when the index listed it, else the lane's copy (lockScopes).
+    record_key: entry.ticket !== null ? `<< keys.lock >>${scope}<< keys.holder >>${entry.ticket}` : `<< keys.lock >>${scope}<< keys.meta >>${entry.lane}`,
+    holder_key: entry.ticket !== null ? `<< keys.lock >>${scope}<< keys.holder >>${entry.ticket}` : null,
     served_key: `<< keys.lock >>${scope}<< keys.served >>${entry.lane}`,
     expected_lock_id: entry.lock_id,
     expected_ticket: entry.ticket,

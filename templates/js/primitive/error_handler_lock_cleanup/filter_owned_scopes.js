@@ -1,16 +1,15 @@
+<% import 'shared/records.js' as records %>
 // @n8n-evol-I:primitive — error_handler_lock_cleanup: release the locks the failed execution still holds.
 // GET replaces each item, so pair its answers with the lock list by position. A lock is
-// released as lock_release does it, in one SET node: its record (format 3: one per ticket) and
-// the lane's copy marked released (a minute), then its lane advanced past its ticket, so that
-// the next ticket in line holds at once.
+// released as lock_release does it, in one SET node: its record (one per ticket) and the
+// lane's copy marked released (a minute), then its lane advanced past its ticket, so that the
+// next ticket in line holds at once.
 const requests = $('Build Scope List').all();
+<< records.reader() >>
 const writes = [];
 $input.all().forEach((answer, index) => {
   const request = requests[index].json;
-  let meta = answer.json.lock_meta;
-  if (typeof meta === 'string') {
-    try { meta = JSON.parse(meta); } catch (error) { meta = null; }
-  }
+  const meta = parse(answer.json.lock_meta);
   // Ours only if the record still holds the lane (not released) and names the failed
   // workflow and execution (execution ids repeat across n8n instances that share a Redis),
   // and the lock_id and ticket the index listed: a lock the execution released, and another
@@ -23,9 +22,12 @@ $input.all().forEach((answer, index) => {
     && (request.expected_ticket === null || meta.ticket === request.expected_ticket);
   if (!isOwned) return;
   const lock = { ...request, owned: true, lock_id: meta.lock_id, ticket: meta.ticket, locked_at: meta.locked_at };
-  const released = { released: true, ticket: meta.ticket, lock_id: meta.lock_id, released_at: new Date().toISOString(), healed: true };
-  if (request.holder_key) writes.push({ json: { ...lock, set_key: request.holder_key, set_value: JSON.stringify(released), set_ttl: << released_ttl >> } });
-  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: JSON.stringify(released), set_ttl: << released_ttl >> } });
+  const released = << records.released('meta.ticket', 'meta.lock_id', 'new Date().toISOString()', ', healed: true') >>;
+  // A scope of lockScopes that the index did not list was read in its lane's copy: the copy
+  // names the ticket whose record to release.
+  const holderKey = request.holder_key ?? `<< keys.lock >>${request.scope}<< keys.holder >>${meta.ticket}`;
+  writes.push({ json: { ...lock, set_key: holderKey, set_value: released, set_ttl: << released_ttl >> } });
+  writes.push({ json: { ...lock, set_key: request.meta_key, set_value: released, set_ttl: << released_ttl >> } });
   writes.push({ json: { ...lock, set_key: request.served_key, set_value: String(meta.ticket), set_ttl: 0 } });
 });
 if (writes.length === 0) {

@@ -1,7 +1,6 @@
-// Check a release or renewal request and name what to read: the lock's own record (format 3
-// keeps one per ticket) when the caller passes its ticket, the lane's copy of its holder's
-// record (of every lane when the caller does not pass its ticket; format 2 kept the record
-// itself there), then the average hold time.
+// Check a release or renewal request and name what to read: the lane's copy of its holder's
+// record (of every lane when the caller does not pass its ticket), the lock's own record (one
+// per ticket) when the caller passes its ticket, then the average hold time.
 const input = << input >>;
 const text = (value) => (value === null || value === undefined ? '' : String(value).trim());
 const scope = text(input.scope);
@@ -27,12 +26,9 @@ return {
   scope, base, slots, ticket, lanes,
   lock_id: lockId,
   ttl_seconds: ttl,
-  // The record of the format before engine v2 too: a caller that took its lock before an
-  // upgrade releases it through this primitive after the push (docs/upgrading.md).
   read: [
     ...lanes.map((lane) => ({ key: `${base}<< keys.meta >>${lane}` })),
     ...(ticket === null ? [] : [{ key: `${base}<< keys.holder >>${ticket}` }]),
-    { key: `${base}<< keys.v1_meta >>` },
     { key: `${base}<< keys.hold >>` },
   ],
 };

@@ -2,7 +2,6 @@
 // and 'absent' change nothing and say so (idempotent).
 const check = << check >>;
 const answer = { scope: check.scope, lock_id: check.lock_id };
-if (<< old_released >>) return { released: true, idempotent: false, format: 1, ...answer };
 if (!<< released >>) return { released: false, idempotent: true, reason: check.outcome, ...answer };
 const verdict = << verdict >>;
 if (verdict.released) return { released: true, idempotent: false, ...answer };
