@@ -45,8 +45,8 @@ def scope_expression_option(what: str, when: str) -> Callable[[F], F]:
             "scope",
             metavar="EXPR",
             help=f"What {what}: a literal (orders), an expression "
-            "(={{ 'order-' + $json.body.orderId }}) or a template (=api-{{ $json.userId }}). "
-            f"{when}",
+            "(={{ 'order-' + $json.body.orderId }}) or a template (=api-{{ $json.userId }}); "
+            f"$json outside {{{{ }}}} is refused. {when}",
         )(f)
 
     return decorate

@@ -4,12 +4,14 @@ with the fixed form, and `validate` flags the workflows wrapped with one before.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
 import pytest
 
 from n8n_lockkit.primitives.render import dump_workflow
+from n8n_lockkit.rewrite.wrapping.scope import UnbracedExpression, refuse_unbraced
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
 from n8n_lockkit.workspace.envconfig import load_env
@@ -137,3 +139,14 @@ def test_validate_flags_a_rate_limit_so_scoped_and_the_fixed_scope_replaces_that
         ("global", 100, "passthrough"),
     ]
     assert findings(invoke, locked) == []
+
+
+def test_the_commands_page_shows_the_hints_the_tool_gives() -> None:
+    page = (Path(__file__).parent.parent.parent / "docs" / "commands.md").read_text()
+    section = page.split("### Scopes, keys and costs are n8n expressions", 1)[1].split("###")[0]
+    rows = re.findall(r"^\| `(.+?)` \| `(.+?)`", section, re.M)
+    assert len(rows) == 5, section
+    for typed, hint in rows:
+        with pytest.raises(UnbracedExpression) as refused:
+            refuse_unbraced("--scope-expression", typed, "")
+        assert (refused.value.hint or "").startswith(hint), typed
