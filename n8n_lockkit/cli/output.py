@@ -136,14 +136,17 @@ def show_report(report: Report, fmt: str) -> None:
     click.echo(summary, err=True)
 
 
+_PROGRESS_COLOURS = {
+    "create": "green",
+    "update": "yellow",
+    "publish": "blue",
+    "failed": "red",
+    "remove": "red",
+}
+
+
 def progress(verb: str, text: str) -> None:
-    colour = {
-        "create": "green",
-        "update": "yellow",
-        "publish": "blue",
-        "failed": "red",
-        "remove": "red",
-    }.get(verb, "cyan")
+    colour = _PROGRESS_COLOURS.get(verb, "cyan")
     click.echo(f"{click.style(f'{verb:>10}', fg=colour, bold=True)}  {text}", err=True)
 
 

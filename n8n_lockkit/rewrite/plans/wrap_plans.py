@@ -155,7 +155,7 @@ def _changes(
     for index in range(max(len(olds), len(news))):
         old = olds[index] if index < len(olds) else None
         new = news[index] if index < len(news) else None
-        scope = (new or old).scope  # type: ignore[union-attr]  # one of them is there
+        scope = next(r.scope for r in (new, old) if r is not None)
         changes += setting_changes(
             f"{key}: rate limit {scope!r}",
             rate_settings(old) if old else None,
@@ -175,11 +175,10 @@ def _lock_scopes(
     locks it any more; the envs' changes, and whether the old one was taken out."""
     old, new = scopes
     before = {env.name: env.lock_scopes() for env in envs}
+    dropped = old is not None and old != new and not scope_in_use(workspace, old, key, *wrapped)
     for env in envs:
         if new is not None:
             env.add_lock_scope(new)
-    dropped = old is not None and old != new and not scope_in_use(workspace, old, key, *wrapped)
-    for env in envs:
         if dropped and old is not None:
             env.remove_lock_scope(old)
     changes = [
@@ -214,16 +213,27 @@ def _scope_change(previous: LockConfig | None, config: LockConfig, dropped: bool
     return [message]
 
 
+# What a TTL taken from the workflow's default means, for a lock and for a guard (dedupe).
+_TTL_ADVICE = {
+    False: "a body that runs longer must renew the lock (--renew-before NODE) or pass "
+    "--ttl-seconds",
+    True: "a duplicate that arrives while a body runs longer than that runs too; pass "
+    "--ttl-seconds",
+}
+
+
 def _plan_lock(
     workspace: Workspace,
     key: str,
     before: _Wrapped,
     config: LockConfig,
     envs: Sequence[EnvFile],
-    messages: list[str],
+    ttl_note: str,
 ) -> Plan:
-    """The workflow with `config` as its lock (or, for a guard's config, its guard)."""
+    """The workflow with `config` as its lock (or, for a guard's config, its guard);
+    `ttl_note` says where its TTL came from when the workflow's default gave it."""
     body = before.body
+    messages = [f"{ttl_note}: {_TTL_ADVICE[config.dedupe]}"] if ttl_note else []
     parse_scope(config.scope)
     # The inline form needs no primitive; the sub-workflow form calls two.
     needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key] if config.via_subworkflow else []
@@ -274,13 +284,7 @@ def plan_add_lock(
     a new lock; the TTL's default is `default_ttl`), `default` takes the default."""
     before = _load_wrapped(workspace, key)
     config, ttl_note = merged_lock(before.lock, given, lambda: default_ttl(before.body), key)
-    messages = []
-    if ttl_note:
-        messages.append(
-            f"{ttl_note}: a body that runs longer must renew the lock (--renew-before NODE) "
-            "or pass --ttl-seconds"
-        )
-    return _plan_lock(workspace, key, before, config, envs, messages)
+    return _plan_lock(workspace, key, before, config, envs, ttl_note)
 
 
 def dedupe_scope(workflow: str, key_expression: str) -> str:
@@ -312,13 +316,7 @@ def plan_add_dedupe(
         key,
         lambda key_expression: dedupe_scope(key, key_expression),
     )
-    messages = []
-    if ttl_note:
-        messages.append(
-            f"{ttl_note}: a duplicate that arrives while a body runs longer than that runs "
-            "too; pass --ttl-seconds"
-        )
-    return _plan_lock(workspace, key, before, config, envs, messages)
+    return _plan_lock(workspace, key, before, config, envs, ttl_note)
 
 
 def _check_rate_numbers(config: RateLimitConfig) -> None:
