@@ -282,6 +282,19 @@ ODD_FILES = {
         ],
         "connections": {"W": {"main": [[{"node": "Lock Acquire", "type": "main", "index": 0}]]}},
     },
+    "wrapped-node-without-settings": {
+        "nodes": [
+            {"name": "W", "type": "n8n-nodes-base.webhook", "position": [0, 0], "parameters": {}},
+            {
+                "name": "Lock Context",
+                "type": "n8n-nodes-base.set",
+                "position": [200, 0],
+                "parameters": {},
+                "notes": "n8nlock:lock-context, its config line deleted by hand",
+            },
+        ],
+        "connections": {"W": {"main": [[{"node": "Lock Context", "type": "main", "index": 0}]]}},
+    },
     "array": [],
 }
 
