@@ -46,6 +46,11 @@ class EnvSelectionError(LockkitError):
     """`--env` was needed and missing, or names an env that does not exist."""
 
 
+class OptionError(LockkitError):
+    """A command's option has a value it cannot take (a number below its minimum, a word not
+    among its choices), contradicts another option, or is missing where it is needed."""
+
+
 class WorkflowFileError(LockkitError):
     """A workflow file is missing or is not valid workflow JSON."""
 

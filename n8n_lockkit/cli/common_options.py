@@ -17,6 +17,7 @@ import click
 
 from n8n_lockkit.cli.completion import env_names
 from n8n_lockkit.cli.output import show_plan
+from n8n_lockkit.errors import OptionError
 from n8n_lockkit.workspace.layout import Workspace
 
 if TYPE_CHECKING:
@@ -127,6 +128,60 @@ def poll_option(f: F) -> F:
         help="Kept for scripts written for engine v1; it changes nothing: waiters sleep until "
         "their expected turn, then look every 20 ms.",
     )(f)
+
+
+# rewrite.plans.options.DEFAULT, spelled out so that --help need not import the rewriter (a
+# test keeps the two equal): the value that puts an option of a wrapping command back to its
+# default.
+DEFAULT = "default"
+
+
+def _option_name(param: click.Parameter | None) -> str:
+    return param.opts[0] if param is not None and param.opts else "the option"
+
+
+class Count(click.ParamType[Any]):
+    """A whole number (its minimum is the library's to check), or `default` when the option
+    has one. A wrong value is our OptionError, not click's usage text."""
+
+    name = "integer"
+
+    def __init__(self, *, resettable: bool = True) -> None:
+        self.resettable = resettable
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        if self.resettable and text == DEFAULT:
+            return DEFAULT
+        try:
+            return int(text)
+        except ValueError:
+            also = f" or `{DEFAULT}`" if self.resettable else ""
+            raise OptionError(
+                f"{_option_name(param)} takes a whole number{also}, not {value!r}",
+                hint=f"e.g. {_option_name(param)} 60",
+            ) from None
+
+
+class OneOf(click.Choice[str]):
+    """One of `choices`, or `default` (which is `default_choice`). A wrong value is our
+    OptionError, not click's usage text."""
+
+    def __init__(self, choices: tuple[str, ...], default_choice: str) -> None:
+        super().__init__((*choices, DEFAULT))
+        self.default_choice = default_choice
+        self.real_choices = choices
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            raise OptionError(
+                f"{_option_name(param)} {value!r} is not one of {', '.join(self.real_choices)}",
+                hint=f"pass one of them, or {DEFAULT} ({self.default_choice})",
+            ) from None
 
 
 def apply_plan(workspace: Workspace, change_plan: Plan, *, dry_run: bool, fmt: str) -> None:

@@ -12,7 +12,7 @@ import click
 from n8n_lockkit.check.findings import Severity
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.workspace.layout import Workspace
-from n8n_lockkit.workspace.plan import Action, FileChange, Plan
+from n8n_lockkit.workspace.plan import Action, FileChange, Plan, SettingChange
 
 if TYPE_CHECKING:
     # Only their types: the modules pull in jsonschema and requests.
@@ -50,13 +50,36 @@ def _verb(change: FileChange) -> str:
     return click.style(f"{action.value:>10}", fg=_VERB_COLOURS[action], bold=True)
 
 
+def _shown(value: Any) -> str:
+    """A setting's value in a line of text: words as they are, other text quoted."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in value.items())
+    if isinstance(value, str) and not value.replace("-", "").replace("_", "").isalnum():
+        return repr(value)
+    return str(value)
+
+
+def setting_line(change: SettingChange) -> str:
+    """`orders: lock on_busy skip → wait`; a new or removed part with all its settings."""
+    if not change.setting:
+        return f"{change.subject} ({_shown(change.after or change.before)})"
+    return f"{change.subject} {change.setting} {_shown(change.before)} → {_shown(change.after)}"
+
+
 def show_plan(workspace: Workspace, plan: Plan, *, dry_run: bool, fmt: str) -> None:
-    """Copier-style verbs on stderr (or one JSON document on stdout) and the plan's warnings."""
+    """Copier-style verbs on stderr (or one JSON document on stdout), the settings the plan
+    changes, and its warnings."""
     if fmt == "json":
         echo_json(plan_as_dict(workspace, plan, dry_run=dry_run))
     else:
         for change in plan.changes:
             click.echo(f"{_verb(change)}  {workspace.relative(change.path)}", err=True)
+        for setting in plan.setting_changes:
+            progress(setting.verb, setting_line(setting))
     for message in plan.messages:
         warn(message)
     if fmt != "json" and dry_run:
@@ -66,13 +89,17 @@ def show_plan(workspace: Workspace, plan: Plan, *, dry_run: bool, fmt: str) -> N
 
 
 def plan_as_dict(workspace: Workspace, plan: Plan, *, dry_run: bool) -> dict[str, Any]:
-    return {
+    document: dict[str, Any] = {
         "dry_run": dry_run,
         "changes": [
             {"path": workspace.relative(c.path), "action": c.action.value} for c in plan.changes
         ],
         "warnings": list(plan.messages),
     }
+    if plan.settings is not None:
+        document["settings"] = dict(plan.settings)
+        document["changed"] = [c.as_dict() for c in plan.setting_changes]
+    return document
 
 
 _SEVERITY_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
@@ -109,10 +136,17 @@ def show_report(report: Report, fmt: str) -> None:
     click.echo(summary, err=True)
 
 
+_PROGRESS_COLOURS = {
+    "create": "green",
+    "update": "yellow",
+    "publish": "blue",
+    "failed": "red",
+    "remove": "red",
+}
+
+
 def progress(verb: str, text: str) -> None:
-    colour = {"create": "green", "update": "yellow", "publish": "blue", "failed": "red"}.get(
-        verb, "cyan"
-    )
+    colour = _PROGRESS_COLOURS.get(verb, "cyan")
     click.echo(f"{click.style(f'{verb:>10}', fg=colour, bold=True)}  {text}", err=True)
 
 

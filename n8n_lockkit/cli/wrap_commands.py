@@ -8,7 +8,9 @@ import click
 
 from n8n_lockkit.cli.common_options import (
     AppContext,
+    Count,
     F,
+    OneOf,
     apply_plan,
     dry_run_option,
     env_option,
@@ -16,6 +18,7 @@ from n8n_lockkit.cli.common_options import (
     pass_app,
 )
 from n8n_lockkit.cli.completion import workflow_keys
+from n8n_lockkit.errors import OptionError
 
 # primitives.overlap.ON_BUSY, spelled out so that --help need not import the primitives.
 ON_BUSY = ("wait", "error", "skip", "buffer-one")
@@ -35,15 +38,15 @@ def workflow_key_option(f: F) -> F:
     )(f)
 
 
-def scope_expression_option(what: str) -> Callable[[F], F]:
+def scope_expression_option(what: str, when: str) -> Callable[[F], F]:
     def decorate(f: F) -> F:
         return click.option(
             "--scope-expression",
             "scope",
-            required=True,
             metavar="EXPR",
             help=f"What {what}: a literal (orders), an expression "
-            "(={{ 'order-' + $json.body.orderId }}) or a template (=api-{{ $json.userId }}).",
+            "(={{ 'order-' + $json.body.orderId }}) or a template (=api-{{ $json.userId }}); "
+            f"$json outside {{{{ }}}} is refused. {when}",
         )(f)
 
     return decorate
@@ -52,36 +55,45 @@ def scope_expression_option(what: str) -> Callable[[F], F]:
 def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
     return click.option(
         "--max-wait-seconds",
-        type=click.IntRange(1),
-        default=default,
-        show_default=True,
-        help=help_text,
+        type=Count(),
+        metavar="SECONDS",
+        help=f"{help_text} Default: {default}.",
+    )
+
+
+def ttl_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--ttl-seconds",
+        type=Count(),
+        metavar="SECONDS",
+        help=f"How long {what}; at least 5 (a release refuses within 2 s of the expiry). "
+        "Default: the workflow's settings.executionTimeout + 60 s, else 3600 s.",
     )
 
 
 @click.command("add-lock-to-workflow")
 @workflow_key_option
-@scope_expression_option("the lock is on; executions with the same scope run one at a time")
-@click.option(
-    "--ttl-seconds",
-    type=click.IntRange(1),
-    default=None,
-    help="How long a lock lives if its holder never releases it. Default: the workflow's "
-    "settings.executionTimeout + 60 s, else 3600 s.",
+@scope_expression_option(
+    "the lock is on; executions with the same scope run one at a time",
+    "Needed for a new lock.",
 )
+@ttl_option("a lock lives if its holder never releases it")
 @max_wait_option(86400, "How long an execution waits for the lock before it fails.")
 @click.option(
     "--on-busy",
-    type=click.Choice(ON_BUSY),
-    default=None,
-    help="What an execution does when the scope is busy: wait for its turn (default), error "
-    "(fail at once), skip (end at once with a skipped answer), or buffer-one (wait only when "
-    "nobody else waits: run once more after the current run, skip the rest).  [default: wait]",
+    type=OneOf(ON_BUSY, "wait"),
+    help="What an execution does when the scope is busy: wait for its turn (the default), "
+    "error (fail at once), skip (end at once with a skipped answer), or buffer-one (wait only "
+    "when nobody else waits: run once more after the current run, skip the rest).",
 )
-@click.option("--fail-fast", is_flag=True, help="Same as --on-busy error.")
 @click.option(
-    "--lock-on-error",
-    is_flag=True,
+    "--fail-fast/--no-fail-fast",
+    default=None,
+    help="Same as --on-busy error; --no-fail-fast turns error back into wait.",
+)
+@click.option(
+    "--lock-on-error/--no-lock-on-error",
+    default=None,
     help="Set the workflow's error workflow to error_handler_lock_cleanup, which frees every "
     "lock a failed execution holds within seconds.",
 )
@@ -91,19 +103,20 @@ def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
     multiple=True,
     metavar="NODE",
     help="Renew the lock (to a full TTL) each time NODE is about to run; stop the execution "
-    "if the lock is no longer its own. Repeatable; name a node inside a loop for long loops.",
+    "if the lock is no longer its own. Repeatable, and replaces the renewals the lock has; "
+    "name a node inside a loop for long loops.",
 )
+@click.option("--no-renew-before", is_flag=True, help="Take every renewal off the lock.")
 @click.option(
     "--max-concurrent",
-    type=click.IntRange(1),
-    default=1,
-    show_default=True,
+    type=Count(),
+    metavar="N",
     help="How many executions may hold the scope at once (a semaphore); waiters are served "
-    "in arrival order.",
+    "in arrival order. Default: 1.",
 )
 @click.option(
-    "--via-subworkflow",
-    is_flag=True,
+    "--via-subworkflow/--no-via-subworkflow",
+    default=None,
     help="Call the lock_acquisition / lock_release primitives instead of putting the lock's "
     "nodes into the workflow (slower: two sub-workflow calls, about 65-90 ms each).",
 )
@@ -114,15 +127,16 @@ def max_wait_option(default: int, help_text: str) -> Callable[[F], F]:
 def add_lock_to_workflow(
     app: AppContext,
     workflow_key: str,
-    scope: str,
-    ttl_seconds: int | None,
-    max_wait_seconds: int,
+    scope: str | None,
+    ttl_seconds: int | str | None,
+    max_wait_seconds: int | str | None,
     on_busy: str | None,
-    fail_fast: bool,
-    lock_on_error: bool,
+    fail_fast: bool | None,
+    lock_on_error: bool | None,
     renew_before: Sequence[str],
-    max_concurrent: int,
-    via_subworkflow: bool,
+    no_renew_before: bool,
+    max_concurrent: int | str | None,
+    via_subworkflow: bool | None,
     envs: Sequence[str],
     dry_run: bool,
     fmt: str,
@@ -132,8 +146,10 @@ def add_lock_to_workflow(
     Puts the lock's nodes after each trigger (waiters are served in arrival order and
     sleep until their turn) and a single release after every branch of the body has
     finished; the body sees the trigger's items as before. A static scope is added to
-    lockScopes of the env(s). Running it again changes nothing; other flags update the lock
-    in place, and --via-subworkflow switches to (or back from) calling the primitives.
+    lockScopes of the env(s), and a static scope the lock had leaves them when no workflow
+    locks it any more. Run again, it changes only what is given: an option left out keeps
+    what the lock has, `default` puts a value back to its default, --no-FLAG turns a flag
+    off; each run prints the settings it changed (old → new), -o json all of them.
 
     \b
     Example:
@@ -143,30 +159,33 @@ def add_lock_to_workflow(
             --ttl-seconds 120 --renew-before "Handle Batch" --lock-on-error
         n8nlock add-lock-to-workflow --workflow-key enrich --scope-expression openai \\
             --max-concurrent 3
-        n8nlock add-lock-to-workflow --workflow-key nightly --scope-expression nightly \\
-            --on-busy buffer-one
+        n8nlock add-lock-to-workflow --workflow-key nightly --on-busy buffer-one
+        n8nlock add-lock-to-workflow --workflow-key orders --ttl-seconds default
     """
     from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
-    from n8n_lockkit.rewrite.wrapping.wrap import LockConfig
+    from n8n_lockkit.rewrite.plans.options import LockOptions
     from n8n_lockkit.workspace import envconfig
 
+    if no_renew_before and renew_before:
+        raise OptionError(
+            "--no-renew-before contradicts --renew-before", hint="give only one of them"
+        )
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
-    if fail_fast and on_busy not in (None, "error"):
-        raise click.UsageError(f"--fail-fast (--on-busy error) contradicts --on-busy {on_busy}")
-    config = LockConfig(
-        scope,
-        ttl_seconds,
-        max_wait_seconds,
-        "error" if fail_fast else on_busy or "wait",
-        lock_on_error,
-        tuple(renew_before),
-        max_concurrent,
-        via_subworkflow,
+    given = LockOptions(
+        scope=scope,
+        ttl_seconds=ttl_seconds,
+        max_wait_seconds=max_wait_seconds,
+        on_busy=on_busy,
+        fail_fast=fail_fast,
+        lock_on_error=lock_on_error,
+        renew_before=() if no_renew_before else (tuple(renew_before) or None),
+        max_concurrent=max_concurrent,
+        via_subworkflow=via_subworkflow,
     )
     apply_plan(
         workspace,
-        rewrite.plan_add_lock(workspace, workflow_key, config, selected),
+        rewrite.plan_add_lock(workspace, workflow_key, given, selected),
         dry_run=dry_run,
         fmt=fmt,
     )
@@ -176,31 +195,24 @@ def add_lock_to_workflow(
 @workflow_key_option
 @click.option(
     "--key-expression",
-    required=True,
+    metavar="EXPR",
     help="What makes two executions duplicates: a literal, an n8n expression "
-    "(={{ $json.body.eventId }}) or a template (=order-{{ $json.body.id }}).",
+    "(={{ $json.body.eventId }}) or a template (=order-{{ $json.body.id }}). Needed for a "
+    "new guard.",
 )
 @click.option(
     "--window-seconds",
-    type=click.IntRange(1),
-    required=True,
-    help="How long after a success its key still turns duplicates away.",
+    type=Count(resettable=False),
+    metavar="SECONDS",
+    help="How long after a success its key still turns duplicates away. Needed for a new guard.",
 )
 @click.option(
     "--on-duplicate",
-    type=click.Choice(("skip", "error")),
-    default="skip",
-    show_default=True,
-    help="skip: a duplicate ends at once with a skipped answer (HTTP 200 for a webhook); "
-    "error: its execution fails with a message that names the key.",
+    type=OneOf(("skip", "error"), "skip"),
+    help="skip (the default): a duplicate ends at once with a skipped answer (HTTP 200 for a "
+    "webhook); error: its execution fails with a message that names the key.",
 )
-@click.option(
-    "--ttl-seconds",
-    type=click.IntRange(1),
-    default=None,
-    help="How long a key stays taken by an execution that never ends. Default: the "
-    "workflow's settings.executionTimeout + 60 s, else 3600 s.",
-)
+@ttl_option("a key stays taken by an execution that never ends")
 @env_option("Env to check the error handler in", multiple=True)
 @dry_run_option
 @output_option()
@@ -208,10 +220,10 @@ def add_lock_to_workflow(
 def add_dedupe(
     app: AppContext,
     workflow_key: str,
-    key_expression: str,
-    window_seconds: int,
-    on_duplicate: str,
-    ttl_seconds: int | None,
+    key_expression: str | None,
+    window_seconds: int | None,
+    on_duplicate: str | None,
+    ttl_seconds: int | str | None,
     envs: Sequence[str],
     dry_run: bool,
     fmt: str,
@@ -226,8 +238,9 @@ def add_dedupe(
     workflow: `create-lock --include-error-handler` first). With add-rate-limit's limits and
     add-lock-to-workflow's lock on the same workflow the guard runs first: a duplicate spends
     no rate budget and never waits for the lock; a call the rate limit denies or the lock
-    skips frees its key unused. Running it again changes nothing; `unwrap --only dedupe`
-    takes it off.
+    skips frees its key unused. Run again, it changes only what is given (an option left
+    out keeps what the guard has, `default` puts a value back to its default) and prints
+    what it changed; `unwrap --only dedupe` takes it off.
 
     \b
     Example:
@@ -237,52 +250,55 @@ def add_dedupe(
             --window-seconds 600 --on-duplicate error
     """
     from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
+    from n8n_lockkit.rewrite.plans.options import GuardOptions
     from n8n_lockkit.workspace import envconfig
 
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
-    plan = rewrite.plan_add_dedupe(
-        workspace, workflow_key, key_expression, window_seconds, on_duplicate, ttl_seconds, selected
-    )
+    given = GuardOptions(key_expression, window_seconds, on_duplicate, ttl_seconds)
+    plan = rewrite.plan_add_dedupe(workspace, workflow_key, given, selected)
     apply_plan(workspace, plan, dry_run=dry_run, fmt=fmt)
 
 
 @click.command("add-rate-limit")
 @workflow_key_option
-@scope_expression_option("is counted; each scope has its own budget")
-@click.option(
-    "--limit",
-    type=click.IntRange(1),
-    required=True,
-    help="Units (executions, or --cost-expression each) allowed per scope and window.",
+@scope_expression_option(
+    "is counted; each scope has its own budget",
+    "Names the limit to add or change; may be left out when the workflow has one.",
 )
 @click.option(
-    "--window-seconds", type=click.IntRange(1), required=True, help="Length of the window."
+    "--limit",
+    type=Count(resettable=False),
+    metavar="N",
+    help="Units (executions, or --cost-expression each) allowed per scope and window. Needed "
+    "for a new limit.",
+)
+@click.option(
+    "--window-seconds",
+    type=Count(resettable=False),
+    metavar="SECONDS",
+    help="Length of the window. Needed for a new limit.",
 )
 @click.option(
     "--algorithm",
-    type=click.Choice(ALGORITHMS),
-    default=None,
-    help="sliding: never more than --limit in any window-long interval; fixed: per "
-    "clock-aligned window (up to twice the limit across a window boundary). Default: what "
-    "the scope's limit has, else sliding.",
+    type=OneOf(ALGORITHMS, "sliding"),
+    help="sliding (the default): never more than --limit in any window-long interval; fixed: "
+    "per clock-aligned window (up to twice the limit across a window boundary).",
 )
 @click.option(
     "--on-denied",
-    type=click.Choice(ON_DENIED),
-    default="passthrough",
-    show_default=True,
-    help="passthrough: end with {allowed: false, …} as output; stop: end quietly; "
-    "error: fail the execution with the denial message; wait: wait for a place, then run.",
+    type=OneOf(ON_DENIED, "passthrough"),
+    help="passthrough (the default): end with {allowed: false, …} as output; stop: end "
+    "quietly; error: fail the execution with the denial message; wait: wait for a place, "
+    "then run.",
 )
 @max_wait_option(300, "With --on-denied wait: fail the execution when its place would come later.")
 @click.option(
     "--cost-expression",
     "cost",
-    default="1",
-    show_default=True,
     metavar="EXPR",
-    help="Units one execution spends: a number, or an expression (={{ $input.all().length }}).",
+    help="Units one execution spends: a number, or an expression (={{ $input.all().length }}). "
+    "Default: 1.",
 )
 @dry_run_option
 @output_option()
@@ -290,13 +306,13 @@ def add_dedupe(
 def add_rate_limit(
     app: AppContext,
     workflow_key: str,
-    scope: str,
-    limit: int,
-    window_seconds: int,
+    scope: str | None,
+    limit: int | None,
+    window_seconds: int | None,
     algorithm: str | None,
-    on_denied: str,
-    max_wait_seconds: int,
-    cost: str,
+    on_denied: str | None,
+    max_wait_seconds: int | str | None,
+    cost: str | None,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -306,7 +322,8 @@ def add_rate_limit(
     and the body does not run (with wait, they run once a place is free). With a lock too,
     the rate limit comes first. Each scope is its own limit: running it with another scope
     adds a second limit (a call one limit refuses counts in none); with the same scope it
-    updates that limit in place. Running it again changes nothing.
+    changes that limit, and only what is given (an option left out keeps what the limit has,
+    `default` puts a value back to its default); each run prints what it changed.
 
     \b
     Example:
@@ -315,22 +332,24 @@ def add_rate_limit(
         n8nlock add-rate-limit --workflow-key enrich --scope-expression openai \\
             --limit 500 --window-seconds 60 --on-denied wait \\
             --cost-expression "={{ $input.all().length }}"
+        n8nlock add-rate-limit --workflow-key enrich --scope-expression openai --limit 600
     """
     from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
-    from n8n_lockkit.rewrite.wrapping.wrap import RateLimitConfig
+    from n8n_lockkit.rewrite.plans.options import RateLimitOptions
 
     workspace = app.workspace()
-    config = RateLimitConfig(
-        scope,
-        limit,
-        window_seconds,
-        on_denied,
-        cost=cost,
+    given = RateLimitOptions(
+        scope=scope,
+        limit=limit,
+        window_seconds=window_seconds,
+        algorithm=algorithm,
+        on_denied=on_denied,
         max_wait_seconds=max_wait_seconds,
+        cost=cost,
     )
     apply_plan(
         workspace,
-        rewrite.plan_add_rate_limit(workspace, workflow_key, config, algorithm=algorithm),
+        rewrite.plan_add_rate_limit(workspace, workflow_key, given),
         dry_run=dry_run,
         fmt=fmt,
     )

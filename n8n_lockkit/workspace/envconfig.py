@@ -129,6 +129,19 @@ class EnvFile:
         scopes.append(scope)
         return True
 
+    def lock_scopes(self) -> list[str]:
+        scopes = self.data.get("lockScopes")
+        return [str(s) for s in scopes] if isinstance(scopes, list) else []
+
+    def remove_lock_scope(self, scope: str) -> bool:
+        """Take a static scope out of `lockScopes` (the list and its comments stay); returns
+        whether it was there."""
+        scopes = self.document.get(("lockScopes",))
+        if not isinstance(scopes, list) or scope not in scopes:
+            return False
+        del scopes[scopes.index(scope)]
+        return True
+
 
 def validate_env(name: str, document: YamlDocument, display_path: str) -> None:
     validator = jsonschema.Draft202012Validator(_schema())

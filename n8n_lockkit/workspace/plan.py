@@ -7,9 +7,10 @@ import enum
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from n8n_lockkit.errors import WriteError
 
@@ -47,9 +48,40 @@ class FileChange:
 
 
 @dataclass(frozen=True)
+class SettingChange:
+    """One setting a plan changes inside a file: `orders: lock` `on_busy` `skip` → `wait`.
+
+    `setting` "" is the whole part (`before` None: it is new; `after` None: it goes), whose
+    value is the mapping of its settings."""
+
+    subject: str
+    setting: str
+    before: Any
+    after: Any
+
+    @property
+    def verb(self) -> str:
+        if self.before is None:
+            return "create"
+        return "remove" if self.after is None else "update"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "setting": self.setting or None,
+            "before": self.before,
+            "after": self.after,
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
     changes: tuple[FileChange, ...]
     messages: tuple[str, ...] = field(default=())
+    # What the files hold once the plan is applied, for -o json (a wrapped workflow's lock,
+    # guard and rate limits), and the settings it changes on the way.
+    settings: Mapping[str, Any] | None = None
+    setting_changes: tuple[SettingChange, ...] = ()
 
     @property
     def has_writes(self) -> bool:

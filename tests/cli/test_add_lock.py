@@ -107,7 +107,10 @@ def test_the_forms_convert_in_place_and_each_rerun_changes_nothing(
     before = snapshot(locked)
     assert invoke(*base, "--max-concurrent", "3", "--via-subworkflow", cwd=locked).exit_code == 0
     assert snapshot(locked) == before
-    assert invoke(*base, "--max-concurrent", "3", cwd=locked).exit_code == 0
+    kept = invoke(*base, cwd=locked)  # a flag left out keeps the form the lock has
+    assert kept.exit_code == 0, explain(kept)
+    assert snapshot(locked) == before
+    assert invoke(*base, "--no-via-subworkflow", cwd=locked).exit_code == 0
     assert snapshot(locked) == inline
 
 
@@ -278,6 +281,19 @@ ODD_FILES = {
             },
         ],
         "connections": {"W": {"main": [[{"node": "Lock Acquire", "type": "main", "index": 0}]]}},
+    },
+    "wrapped-node-without-settings": {
+        "nodes": [
+            {"name": "W", "type": "n8n-nodes-base.webhook", "position": [0, 0], "parameters": {}},
+            {
+                "name": "Lock Context",
+                "type": "n8n-nodes-base.set",
+                "position": [200, 0],
+                "parameters": {},
+                "notes": "n8nlock:lock-context, its config line deleted by hand",
+            },
+        ],
+        "connections": {"W": {"main": [[{"node": "Lock Context", "type": "main", "index": 0}]]}},
     },
     "array": [],
 }

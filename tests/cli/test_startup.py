@@ -17,7 +17,8 @@ import pytest
 
 from n8n_lockkit.cli import common_options, main, wrap_commands
 from n8n_lockkit.ops import redis_access
-from n8n_lockkit.primitives import overlap
+from n8n_lockkit.primitives import keys, overlap
+from n8n_lockkit.rewrite.plans import options
 from n8n_lockkit.rewrite.wrapping import wrap
 from tests.conftest import Invoke, explain
 
@@ -90,7 +91,11 @@ def test_a_tab_imports_no_heavy_module(workspace: Path) -> None:
 
 def test_the_cli_spells_the_library_constants_as_the_library_does() -> None:
     on_denied = next(p for p in main.commands["add-rate-limit"].params if p.name == "on_denied")
-    assert tuple(getattr(on_denied.type, "choices", ())) == wrap.ON_DENIED
+    assert tuple(getattr(on_denied.type, "choices", ())) == (*wrap.ON_DENIED, options.DEFAULT)
+    assert common_options.DEFAULT == options.DEFAULT
+    ttl = next(p for p in main.commands["add-dedupe"].params if p.name == "ttl_seconds")
+    assert f"at least {options.MIN_TTL_SECONDS} (a release refuses within " in str(ttl.help)
+    assert f"within {keys.RELEASE_MARGIN_SECONDS} s of the expiry" in str(ttl.help)
     assert wrap_commands.ON_DENIED == wrap.ON_DENIED
     assert wrap_commands.ALGORITHMS == wrap.ALGORITHMS
     assert wrap_commands.ON_BUSY == overlap.ON_BUSY

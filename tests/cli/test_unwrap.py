@@ -17,7 +17,7 @@ from tests.conftest import Invoke, explain
 def wrapped(workspace: Path, invoke: Invoke) -> Path:
     """order_update with a lock and a rate limit; the original kept beside it."""
     shutil.copy(CORPUS / "order_update.template.json", workspace / "workflows")
-    assert add_rate_limit(invoke, workspace, "order_update", "=api").exit_code == 0
+    assert add_rate_limit(invoke, workspace, "order_update", "api").exit_code == 0
     assert add_lock(invoke, workspace, "order_update", ORDER_SCOPE).exit_code == 0
     return workspace
 
@@ -46,7 +46,7 @@ def test_unwrap_only_the_lock_keeps_the_rate_limit_and_its_note(
     alone = wrapped.parent / "alone"
     shutil.copytree(wrapped, alone)
     shutil.copy(CORPUS / "order_update.template.json", alone / "workflows")
-    assert add_rate_limit(invoke, alone, "order_update", "=api").exit_code == 0
+    assert add_rate_limit(invoke, alone, "order_update", "api").exit_code == 0
     assert text(wrapped) == text(alone)
 
 

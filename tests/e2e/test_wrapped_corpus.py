@@ -145,6 +145,20 @@ def test_a_failure_with_lock_on_error_frees_a_static_scope_at_once(
     assert ok.status == 200 and ok.body["invoice"].startswith("acme: 1 lines")
 
 
+def test_a_scope_written_as_a_string_that_names_dollar_json_is_that_text(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    """The documented way to mean `$json…` as text (docs/commands.md, expressions): a string
+    inside {{ }}, which n8n evaluates to the text itself."""
+    scope = f"corpus-$json.{unique_name}"
+    suffix = f"_{uuid.uuid4().hex[:6]}"
+    install(lockbed, "code_heavy", *lock_args(f'={{{{ "{scope}" }}}}'), suffix=suffix)
+    path = webhook_path("code_heavy") + suffix
+    ok = lockbed.webhook(path, {"customer": "acme", "lines": [{"sku": "a", "qty": 1, "price": 2}]})
+    assert ok.status == 200, ok.body
+    assert tickets_drawn(lockbed.redis, scope) == 1
+
+
 @pytest.mark.parametrize("on_denied", ["passthrough", "error"])
 def test_rate_limited_webhook_lets_exactly_limit_through(
     lockbed: LockBed, unique_name: str, on_denied: str

@@ -96,6 +96,7 @@ def test_what_n8n_accepts_but_may_misbehave_is_a_warning() -> None:
         "error-workflow-literal",
         "format-current",
         "rate-engine-current",
+        "expression-braced",
     }
 
 
@@ -157,7 +158,10 @@ RICH: dict[str, Any] = {
             "typeVersion": 2,
             "position": [0, 0],
             "parameters": {"path": "x"},
-            "notes": "n8nlock:lock-context — managed by n8nlock (format 1); made long ago",
+            # …and the settings of a lock on a scope typed without ={{ }}.
+            "notes": "n8nlock:lock-context — managed by n8nlock (format 1); made long ago\n"
+            'config: {"scope": "$json.id", "ttl_seconds": 60, "max_wait_seconds": 60, '
+            '"max_concurrent": 1}',
         },
         {
             "id": "2",

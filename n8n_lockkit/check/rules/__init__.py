@@ -9,7 +9,16 @@ runtime (the facts are in each rule's module).
 from __future__ import annotations
 
 from n8n_lockkit.check.findings import Severity
-from n8n_lockkit.check.rules import code, env, hygiene, markers, schema, stamps, structure
+from n8n_lockkit.check.rules import (
+    code,
+    env,
+    expressions,
+    hygiene,
+    markers,
+    schema,
+    stamps,
+    structure,
+)
 from n8n_lockkit.check.rules.base import Problem, Rule, WorkflowContext
 
 ERROR = Severity.ERROR
@@ -47,6 +56,8 @@ RULES: tuple[Rule, ...] = tuple(
         ("format-current", WARNING, stamps.format_current),
         # A rate limit that counts in other keys than this n8nlock's: no shared budget.
         ("rate-engine-current", WARNING, stamps.rate_engine_current),
+        # n8n runs it, with a lock, guard or rate limit on one scope for every execution.
+        ("expression-braced", WARNING, expressions.expressions_braced),
         # push refuses to send a workflow whose placeholders do not resolve.
         ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
     )

@@ -1,11 +1,12 @@
-"""Plans for add-lock-to-workflow and add-rate-limit: the workflow file and the env files
-change together, or not at all."""
+"""Plans for add-lock-to-workflow, add-dedupe, add-rate-limit and unwrap: the workflow file
+and the env files change together, or not at all. Each plan carries the settings the workflow
+has after it, and what it changed (`options.py` has the rule for running a command again)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,26 @@ from n8n_lockkit.primitives.catalogue import (
 )
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.plans.lock_scopes import scope_in_use, static_scope
+from n8n_lockkit.rewrite.plans.options import (
+    GuardOptions,
+    LockOptions,
+    RateLimitOptions,
+    guard_settings,
+    lock_settings,
+    merged_guard,
+    merged_lock,
+    merged_rate,
+    rate_settings,
+    setting_changes,
+)
+from n8n_lockkit.rewrite.wrapping.configs import Rates
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
-from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none
+from n8n_lockkit.workspace.plan import FileChange, Plan, SettingChange, read_text_or_none
 
 
 def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:
@@ -80,12 +95,6 @@ def _unknown_entries(workflow: dict[str, Any]) -> list[str]:
     ]
 
 
-def _at_least_one(**values: int) -> None:
-    for name, value in values.items():
-        if value < 1:
-            raise LockkitError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-
-
 # Without a timeout to go by: long enough for most bodies, short enough that a lock left by a
 # crash heals within the hour even without `reap`. Longer bodies renew (--renew-before).
 DEFAULT_TTL_SECONDS = 3600
@@ -104,31 +113,128 @@ def default_ttl(workflow: dict[str, Any]) -> tuple[int, str]:
     return DEFAULT_TTL_SECONDS, "the default (the workflow sets no executionTimeout)"
 
 
-def plan_add_lock(
-    workspace: Workspace, key: str, config: LockConfig, envs: Sequence[EnvFile]
-) -> Plan:
-    """The workflow wrapped in `config`'s lock; a `ttl_seconds` of None takes `default_ttl`."""
+@dataclass(frozen=True)
+class _Wrapped:
+    """A workflow file, what n8nlock wrapped it with, and its body without that."""
+
+    path: Path
+    text: str
+    lock: LockConfig | None
+    rate: Rates
+    guard: LockConfig | None
+    body: dict[str, Any]
+
+
+def _load_wrapped(workspace: Workspace, key: str) -> _Wrapped:
     path, text, workflow = load_workflow(workspace, key)
     lock, rate = read_configs(workflow)
-    guard = read_guard(workflow)
-    existing = guard if config.dedupe else lock
-    body = unwrap(workflow)
-    messages: list[str] = []
-    ttl = config.ttl_seconds
-    if ttl is None and existing is not None:
-        ttl = existing.ttl_seconds  # a re-run keeps what the workflow has
-    elif ttl is None:
-        ttl, source = default_ttl(body)
-        messages.append(
-            f"duplicate guard TTL {ttl} s, from {source}: a duplicate that arrives while a body "
-            "runs longer than that runs too; pass --ttl-seconds"
-            if config.dedupe
-            else f"lock TTL {ttl} s, from {source}: a body that runs longer must renew the lock "
-            "(--renew-before NODE) or pass --ttl-seconds"
+    return _Wrapped(path, text, lock, rate, read_guard(workflow), unwrap(workflow))
+
+
+def _settings(
+    key: str, lock: LockConfig | None, rate: Rates, guard: LockConfig | None
+) -> dict[str, Any]:
+    """What -o json shows: the lock, guard and rate limits the workflow has after the run."""
+    return {
+        "workflow": key,
+        "lock": lock_settings(lock),
+        "dedupe": guard_settings(guard),
+        "rate_limits": [rate_settings(r) for r in rate_limits(rate)],
+    }
+
+
+def _changes(
+    key: str, before: _Wrapped, lock: LockConfig | None, rate: Rates, guard: LockConfig | None
+) -> list[SettingChange]:
+    """Setting by setting, what the run changes in the workflow."""
+    changes = setting_changes(f"{key}: lock", lock_settings(before.lock), lock_settings(lock))
+    changes += setting_changes(
+        f"{key}: dedupe", guard_settings(before.guard), guard_settings(guard)
+    )
+    olds, news = rate_limits(before.rate), rate_limits(rate)
+    for index in range(max(len(olds), len(news))):
+        old = olds[index] if index < len(olds) else None
+        new = news[index] if index < len(news) else None
+        scope = next(r.scope for r in (new, old) if r is not None)
+        changes += setting_changes(
+            f"{key}: rate limit {scope!r}",
+            rate_settings(old) if old else None,
+            rate_settings(new) if new else None,
         )
-    config = replace(config, ttl_seconds=ttl)
-    _at_least_one(ttl_seconds=ttl or 0, max_wait_seconds=config.max_wait_seconds)
-    scope = parse_scope(config.scope)
+    return changes
+
+
+def _lock_scopes(
+    workspace: Workspace,
+    key: str,
+    envs: Sequence[EnvFile],
+    scopes: tuple[str | None, str | None],
+    wrapped: tuple[LockConfig | None, LockConfig | None],
+) -> tuple[list[SettingChange], bool]:
+    """Register the new static scope in the envs, take the old one out when no workflow
+    locks it any more; the envs' changes, and whether the old one was taken out."""
+    old, new = scopes
+    before = {env.name: env.lock_scopes() for env in envs}
+    dropped = old is not None and old != new and not scope_in_use(workspace, old, key, *wrapped)
+    for env in envs:
+        if new is not None:
+            env.add_lock_scope(new)
+        if dropped and old is not None:
+            env.remove_lock_scope(old)
+    changes = [
+        SettingChange(
+            f"{workspace.relative(env.document.path)}:", "lockScopes", before[env.name], after
+        )
+        for env in envs
+        if (after := env.lock_scopes()) != before[env.name]
+    ]
+    return changes, dropped
+
+
+def _scope_change(previous: LockConfig | None, config: LockConfig, dropped: bool) -> list[str]:
+    """What a changed scope (or guard key) means for the executions that hold the old one."""
+    if previous is None or previous.scope == config.scope:
+        return []
+    if config.dedupe:
+        message = (
+            f"the duplicate guard's key changes from {previous.dedupe_key!r} to "
+            f"{config.dedupe_key!r}: an execution still running with the old key keeps it until "
+            "it ends and is no duplicate of a caller with the new one; successes of the old "
+            "key turn nothing away any more"
+        )
+    else:
+        message = (
+            f"the lock's scope changes from {previous.scope!r} to {config.scope!r}: an "
+            f"execution that holds {previous.scope!r} keeps it until it ends, and a caller "
+            "of the new scope does not wait for it"
+        )
+    if dropped:
+        message += f"; {static_scope(previous.scope)!r} leaves lockScopes, no workflow locks it"
+    return [message]
+
+
+# What a TTL taken from the workflow's default means, for a lock and for a guard (dedupe).
+_TTL_ADVICE = {
+    False: "a body that runs longer must renew the lock (--renew-before NODE) or pass "
+    "--ttl-seconds",
+    True: "a duplicate that arrives while a body runs longer than that runs too; pass "
+    "--ttl-seconds",
+}
+
+
+def _plan_lock(
+    workspace: Workspace,
+    key: str,
+    before: _Wrapped,
+    config: LockConfig,
+    envs: Sequence[EnvFile],
+    ttl_note: str,
+) -> Plan:
+    """The workflow with `config` as its lock (or, for a guard's config, its guard);
+    `ttl_note` says where its TTL came from when the workflow's default gave it."""
+    body = before.body
+    messages = [f"{ttl_note}: {_TTL_ADVICE[config.dedupe]}"] if ttl_note else []
+    parse_scope(config.scope)
     # The inline form needs no primitive; the sub-workflow form calls two.
     needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key] if config.via_subworkflow else []
     how = "n8nlock create-lock"
@@ -139,10 +245,9 @@ def plan_add_lock(
         needed.append(LOCK_RENEW.key)
         how += " --include-renew"
     _require(workspace, envs, needed, how)
-    if config.dedupe:
-        wrapped = wrap(body, key, lock, rate, config)
-    else:
-        wrapped = wrap(body, key, config, rate, guard)
+    previous = before.guard if config.dedupe else before.lock
+    lock, guard = (before.lock, config) if config.dedupe else (config, before.guard)
+    wrapped = wrap(body, key, lock, before.rate, guard)
     messages += _unknown_entries(body)
     if graph.as_dict(body.get("settings")).get("executionOrder") != "v1":
         messages.append(
@@ -150,9 +255,9 @@ def plan_add_lock(
             "n8nlock set settings.executionOrder to v1 (what n8n's editor sets since 1.0), "
             "which the lock's single release relies on"
         )
-    if scope.static is not None:
-        for env in envs:
-            env.add_lock_scope(scope.static)
+    scopes = (static_scope(previous.scope) if previous else None, static_scope(config.scope))
+    env_changes, dropped = _lock_scopes(workspace, key, envs, scopes, (lock, guard))
+    messages += _scope_change(previous, config, dropped)
     if not config.lock_on_error and not config.dedupe and guard is None:
         messages.append(
             f"without --lock-on-error, an execution that fails while holding scope "
@@ -160,8 +265,26 @@ def plan_add_lock(
             "add --lock-on-error to have the cleanup handler free every lock it holds within "
             "seconds (`n8nlock reap` frees those of crashed executions)"
         )
-    changes = (FileChange(path, text, dump_workflow(wrapped)), *(e.change() for e in envs))
-    return Plan(changes, tuple(messages))
+    changes = (
+        FileChange(before.path, before.text, dump_workflow(wrapped)),
+        *(e.change() for e in envs),
+    )
+    return Plan(
+        changes,
+        tuple(messages),
+        settings=_settings(key, lock, before.rate, guard),
+        setting_changes=(*_changes(key, before, lock, before.rate, guard), *env_changes),
+    )
+
+
+def plan_add_lock(
+    workspace: Workspace, key: str, given: LockOptions, envs: Sequence[EnvFile]
+) -> Plan:
+    """The workflow under a lock: an option not given keeps what the lock has (the default for
+    a new lock; the TTL's default is `default_ttl`), `default` takes the default."""
+    before = _load_wrapped(workspace, key)
+    config, ttl_note = merged_lock(before.lock, given, lambda: default_ttl(before.body), key)
+    return _plan_lock(workspace, key, before, config, envs, ttl_note)
 
 
 def dedupe_scope(workflow: str, key_expression: str) -> str:
@@ -179,38 +302,24 @@ def dedupe_scope(workflow: str, key_expression: str) -> str:
 
 
 def plan_add_dedupe(
-    workspace: Workspace,
-    key: str,
-    key_expression: str,
-    window_seconds: int,
-    on_duplicate: str,
-    ttl_seconds: int | None,
-    envs: Sequence[EnvFile],
+    workspace: Workspace, key: str, given: GuardOptions, envs: Sequence[EnvFile]
 ) -> Plan:
     """The workflow with a duplicate guard: a lock on the key's scope whose busy callers are
-    skipped (or fail), and whose successes turn the key away for `window_seconds`. A failed
-    execution frees its key through the cleanup handler (the workflow's error workflow)."""
-    _at_least_one(window_seconds=window_seconds)
-    config = LockConfig(
-        scope=dedupe_scope(key, key_expression),
-        ttl_seconds=ttl_seconds,
-        on_busy="error" if on_duplicate == "error" else "skip",
-        lock_on_error=True,
-        dedupe_window_seconds=window_seconds,
-        dedupe_key=key_expression,
+    skipped (or fail), and whose successes turn the key away for the window. A failed
+    execution frees its key through the cleanup handler (the workflow's error workflow).
+    Options not given keep what the guard has."""
+    before = _load_wrapped(workspace, key)
+    config, ttl_note = merged_guard(
+        before.guard,
+        given,
+        lambda: default_ttl(before.body),
+        key,
+        lambda key_expression: dedupe_scope(key, key_expression),
     )
-    return plan_add_lock(workspace, key, config, envs)
-
-
-DEFAULT_ALGORITHM = "sliding"
+    return _plan_lock(workspace, key, before, config, envs, ttl_note)
 
 
 def _check_rate_numbers(config: RateLimitConfig) -> None:
-    _at_least_one(
-        limit=config.limit,
-        window_seconds=config.window_seconds,
-        max_wait_seconds=config.max_wait_seconds,
-    )
     cost = config.cost.strip()
     if cost.startswith("="):
         parse_scope(cost)  # an expression n8n can evaluate; its value is checked at run time
@@ -228,30 +337,29 @@ def _check_rate_numbers(config: RateLimitConfig) -> None:
         )
 
 
-def plan_add_rate_limit(
-    workspace: Workspace, key: str, config: RateLimitConfig, *, algorithm: str | None = None
-) -> Plan:
-    """The workflow with `config`'s limit added, or its limit of the same scope replaced in
-    place: each scope is one limit, and all of them are checked by one chain, before any lock.
+def plan_add_rate_limit(workspace: Workspace, key: str, given: RateLimitOptions) -> Plan:
+    """The workflow with the limit of `given.scope` added, or that limit changed in place:
+    each scope is one limit, and all of them are checked by one chain, before any lock.
 
-    `algorithm` None keeps the algorithm of that scope's limit (so a workflow wrapped before
-    the sliding window existed stays fixed), and is DEFAULT_ALGORITHM for a new scope."""
+    An option not given keeps what the limit has (so a workflow wrapped before the sliding
+    window existed stays fixed); a new limit takes the defaults."""
+    before = _load_wrapped(workspace, key)
+    limits = list(rate_limits(before.rate))
+    index, config = merged_rate(limits, given, key)
     _check_rate_numbers(config)
     parse_scope(config.scope)
-    path, text, workflow = load_workflow(workspace, key)
-    lock, rate = read_configs(workflow)
-    guard = read_guard(workflow)
-    limits = list(rate_limits(rate))
-    same = next((i for i, r in enumerate(limits) if r.scope == config.scope), None)
-    kept = limits[same].algorithm if same is not None else DEFAULT_ALGORITHM
-    config = replace(config, algorithm=algorithm or kept)
-    if same is None:
+    if index is None:
         limits.append(config)
     else:
-        limits[same] = config
-    body = unwrap(workflow)
-    wrapped = wrap(body, key, lock, tuple(limits), guard)
-    return Plan((FileChange(path, text, dump_workflow(wrapped)),), tuple(_unknown_entries(body)))
+        limits[index] = config
+    rate = tuple(limits)
+    wrapped = wrap(before.body, key, before.lock, rate, before.guard)
+    return Plan(
+        (FileChange(before.path, before.text, dump_workflow(wrapped)),),
+        tuple(_unknown_entries(before.body)),
+        settings=_settings(key, before.lock, rate, before.guard),
+        setting_changes=tuple(_changes(key, before, before.lock, rate, before.guard)),
+    )
 
 
 def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan:
@@ -279,4 +387,10 @@ def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan
             "keep watching it until you take it out"
         )
     result = wrap(body, key, keep_lock, keep_rate, keep_guard)
-    return Plan((FileChange(path, text, dump_workflow(result)),), tuple(messages))
+    before = _Wrapped(path, text, lock, rate, guard, body)
+    return Plan(
+        (FileChange(path, text, dump_workflow(result)),),
+        tuple(messages),
+        settings=_settings(key, keep_lock, keep_rate, keep_guard),
+        setting_changes=tuple(_changes(key, before, keep_lock, keep_rate, keep_guard)),
+    )

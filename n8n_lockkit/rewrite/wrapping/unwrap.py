@@ -85,7 +85,7 @@ def read_configs(workflow: Workflow) -> tuple[LockConfig | None, Rates]:
     limit as a RateLimitConfig, several (composed) as a tuple of them."""
     try:
         return _read_configs(workflow)
-    except (KeyError, TypeError, ValueError) as err:
+    except (LookupError, TypeError, ValueError) as err:  # IndexError: notes without config
         raise _changed_by_hand(err) from err
 
 
@@ -157,7 +157,7 @@ def read_guard(workflow: Workflow) -> LockConfig | None:
             if inline is None or inline.get("dedupe_window_seconds") is None:
                 return None
         return _inline_lock(workflow, inline)
-    except (KeyError, TypeError, ValueError) as err:
+    except (LookupError, TypeError, ValueError) as err:  # IndexError: notes without config
         raise _changed_by_hand(err) from err
 
 
