@@ -43,14 +43,14 @@ def hold(
     lane = ticket % slots
     draw(client, scope, ticket)
     if ticket > slots:
-        client.set(keys.served_key(scope, lane), ticket - slots)
+        client.set(keys.SCHEMA.served_key(scope, lane), ticket - slots)
     held = record or {
         **record_for(scope, ticket=ticket, slots=slots, ttl=ttl or 300, **fields),
         "format": 3,
     }
-    client.set(keys.holder_key(scope, ticket), json.dumps(held), ex=ttl)
+    client.set(keys.SCHEMA.holder_key(scope, ticket), json.dumps(held), ex=ttl)
     if copy:
-        client.set(keys.lane_meta_key(scope, lane), json.dumps(held), ex=ttl)
+        client.set(keys.SCHEMA.lane_meta_key(scope, lane), json.dumps(held), ex=ttl)
     return held
 
 
@@ -71,27 +71,27 @@ def leave(
     lane = ticket % slots
     draw(client, scope, ticket)
     released = json.dumps(released_record(scope, ticket))
-    client.set(keys.served_key(scope, lane), ticket)
-    client.set(keys.lane_meta_key(scope, lane), released, ex=5)
-    client.set(keys.holder_key(scope, ticket), released, ex=5)
+    client.set(keys.SCHEMA.served_key(scope, lane), ticket)
+    client.set(keys.SCHEMA.lane_meta_key(scope, lane), released, ex=5)
+    client.set(keys.SCHEMA.holder_key(scope, ticket), released, ex=5)
     if slots == 1:
-        client.set(keys.fast_key(scope), ticket * keys.FAST_SCALE)
-    client.set(keys.hold_key(scope), 250, ex=7 * 86400)
+        client.set(keys.SCHEMA.fast_key(scope), ticket * keys.FAST_SCALE)
+    client.set(keys.SCHEMA.hold_key(scope), 250, ex=7 * 86400)
 
 
 def release_under_way(client: redis.Redis, scope: str, *, ticket: int, slots: int = 1) -> None:
     """Ticket `ticket`'s release.js has written `served` and the lane's copy, not yet its own
     record (the engine keeps the next ticket out until that record says released)."""
-    client.set(keys.served_key(scope, ticket % slots), ticket)
+    client.set(keys.SCHEMA.served_key(scope, ticket % slots), ticket)
     released = json.dumps(released_record(scope, ticket))
-    client.set(keys.lane_meta_key(scope, ticket % slots), released, ex=5)
+    client.set(keys.SCHEMA.lane_meta_key(scope, ticket % slots), released, ex=5)
 
 
 def skip(client: redis.Redis, scope: str, *, head: int, slots: int = 1) -> None:
     """The caller behind skipped head `head` (it neither entered nor left): its `gone` mark
     (a day), then the lane's `served`."""
-    client.set(keys.gone_key(scope, head), 1, ex=keys.GONE_MIN_TTL_SECONDS)
-    client.set(keys.served_key(scope, head % slots), head)
+    client.set(keys.SCHEMA.gone_key(scope, head), 1, ex=keys.GONE_MIN_TTL_SECONDS)
+    client.set(keys.SCHEMA.served_key(scope, head % slots), head)
 
 
 def enter_late(
@@ -100,8 +100,8 @@ def enter_late(
     """Ticket `ticket`, skipped while it stalled, wakes and writes its record and its lane's
     copy late (format 3), over whatever copy the lane had."""
     late = {**record_for(scope, ticket=ticket, slots=slots, **fields), "format": 3}
-    client.set(keys.holder_key(scope, ticket), json.dumps(late), ex=300)
-    client.set(keys.lane_meta_key(scope, ticket % slots), json.dumps(late), ex=300)
+    client.set(keys.SCHEMA.holder_key(scope, ticket), json.dumps(late), ex=300)
+    client.set(keys.SCHEMA.lane_meta_key(scope, ticket % slots), json.dumps(late), ex=300)
     return late
 
 
@@ -111,17 +111,17 @@ def withdraw(client: redis.Redis, scope: str, late: dict[str, Any]) -> None:
     stays until its TTL."""
     withdrawn = {**released_record(scope, late["ticket"], withdrawn=True),
                  "lock_id": late["lock_id"]}  # fmt: skip
-    client.set(keys.holder_key(scope, late["ticket"]), json.dumps(withdrawn), ex=5)
+    client.set(keys.SCHEMA.holder_key(scope, late["ticket"]), json.dumps(withdrawn), ex=5)
 
 
 def lane_record(client: redis.Redis, scope: str, lane: int = 0) -> Any:
     """The lane's `meta:<k>` record (format 2: the holder's; format 3: its copy), or None."""
-    return json.loads(client.get(keys.lane_meta_key(scope, lane)) or "null")
+    return json.loads(client.get(keys.SCHEMA.lane_meta_key(scope, lane)) or "null")
 
 
 def holder_record(client: redis.Redis, scope: str, ticket: int) -> Any:
     """Ticket `ticket`'s own record `holder:<t>` (format 3), or None."""
-    return json.loads(client.get(keys.holder_key(scope, ticket)) or "null")
+    return json.loads(client.get(keys.SCHEMA.holder_key(scope, ticket)) or "null")
 
 
 def own_record(client: redis.Redis, scope: str, *, fmt: int, ticket: int, slots: int = 1) -> Any:

@@ -160,5 +160,5 @@ def leave_lane(client: redis.Redis, scope: str, *, ticket: int = 1, slots: int =
     client.set(f"n8n-lock-{scope}:meta:{lane}", json.dumps(released), ex=5)
     client.set(f"n8n-lock-{scope}:served:{lane}", ticket)
     if slots == 1:
-        client.set(keys.fast_key(scope), ticket * keys.FAST_SCALE)
+        client.set(keys.SCHEMA.fast_key(scope), ticket * keys.FAST_SCALE)
     client.set(f"n8n-lock-{scope}:hold_ms", 250, ex=7 * 86400)

@@ -44,9 +44,10 @@ def redis_options(f: F) -> F:
 def lock_store(env: EnvFile, redis_url: str | None) -> Iterator[LockStore]:
     from n8n_lockkit.ops.redis_access import open_redis, target_for
     from n8n_lockkit.ops.store import LockStore
+    from n8n_lockkit.primitives import keys
 
     with open_redis(target_for(env, redis_url)) as client:
-        yield LockStore(client)
+        yield LockStore(client, keys.KeySchema(env.key_prefix))
 
 
 def warn_foreign(scan: Scan) -> None:

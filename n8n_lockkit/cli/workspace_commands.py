@@ -33,9 +33,18 @@ from n8n_lockkit.workspace.layout import Workspace
     show_default=True,
     help="Base URL of the n8n instance the new env files point at.",
 )
+@click.option(
+    "--key-prefix",
+    default="",
+    metavar="PREFIX",
+    help="Namespace in front of every Redis key of the new envs (keyPrefix:), for envs that "
+    "share one Redis, e.g. staging: (letters, digits, ':', '_', '-'); default none.",
+)
 @dry_run_option
 @output_option()
-def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str) -> None:
+def init(
+    directory: Path, envs: Sequence[str], url: str, key_prefix: str, dry_run: bool, fmt: str
+) -> None:
     """Create a workspace: envs/<env>.yml and workflows/.
 
     Existing files are kept, so running it again only adds missing envs.
@@ -43,11 +52,11 @@ def init(directory: Path, envs: Sequence[str], url: str, dry_run: bool, fmt: str
     \b
     Example:
         n8nlock init my-automations --env dev --env prod
+        n8nlock init . --env staging --key-prefix staging:
     """
     root = directory.resolve()
-    apply_plan(
-        Workspace(root), scaffold.plan_init(root, envs or ["dev"], url), dry_run=dry_run, fmt=fmt
-    )
+    plan = scaffold.plan_init(root, envs or ["dev"], url, key_prefix)
+    apply_plan(Workspace(root), plan, dry_run=dry_run, fmt=fmt)
 
 
 @click.command("create-lock")

@@ -72,8 +72,8 @@ def old_format_activity(client: redis.Redis) -> OldFormatActivity:
     ]
     waiting: dict[str, int] = {}
     if scopes:
-        arrived = client.mget([keys.arrived_key(s) for s in scopes])
-        left = client.mget([keys.left_key(s) for s in scopes])
+        arrived = client.mget([keys.SCHEMA.arrived_key(s) for s in scopes])
+        left = client.mget([keys.SCHEMA.left_key(s) for s in scopes])
         for scope, came, went in zip(scopes, arrived, left, strict=True):
             if _count(came) > _count(went):
                 waiting[scope] = _count(came) - _count(went)

@@ -36,6 +36,7 @@ class TicketRecord:
     ticket: int
     raw: str | None
     pttl_ms: int  # -2 absent, -1 no TTL
+    schema: keys.KeySchema = keys.SCHEMA
     record: dict[str, Any] | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -43,7 +44,7 @@ class TicketRecord:
 
     @property
     def key(self) -> str:
-        return keys.holder_key(self.scope, self.ticket)
+        return self.schema.holder_key(self.scope, self.ticket)
 
     @property
     def active(self) -> bool:
@@ -78,6 +79,7 @@ class Lane:
     redis_now_ms: int
     head_record: TicketRecord | None = None  # holder:<head>
     last_record: TicketRecord | None = None  # holder:<served>, when the lane served a ticket
+    schema: keys.KeySchema = keys.SCHEMA
     copy: dict[str, Any] | None = field(init=False, compare=False)
     holder: TicketRecord | None = field(init=False, compare=False)
     meta: dict[str, Any] | None = field(init=False, compare=False)
@@ -94,11 +96,11 @@ class Lane:
     @property
     def key(self) -> str:
         """The lane's key `meta:<k>` (format 2: the holder's record; format 3: its copy)."""
-        return keys.lane_meta_key(self.scope, self.lane)
+        return self.schema.lane_meta_key(self.scope, self.lane)
 
     @property
     def served_key(self) -> str:
-        return keys.served_key(self.scope, self.lane)
+        return self.schema.served_key(self.scope, self.lane)
 
     @property
     def format(self) -> int | None:

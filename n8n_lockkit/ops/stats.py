@@ -106,8 +106,8 @@ def hours_back(now_ms: int, hours: int) -> set[str]:
     return {(now - timedelta(hours=back)).strftime("%Y%m%d%H") for back in range(hours)}
 
 
-def _parse(key: str) -> tuple[str, str, str] | None:
-    hour, _, rest = key.removeprefix(keys.STATS_PREFIX).partition(":")
+def _parse(key: str, prefix: str) -> tuple[str, str, str] | None:
+    hour, _, rest = key.removeprefix(prefix).partition(":")
     metric, _, scope = rest.partition(":")
     if len(hour) != _HOUR_DIGITS or not hour.isdigit() or not metric or not scope:
         return None
@@ -116,11 +116,12 @@ def _parse(key: str) -> tuple[str, str, str] | None:
 
 def collect(store: LockStore, glob: str | None, hours: int, now_ms: int) -> list[ScopeStats]:
     """Per scope, the counters of the last `hours` hours, summed."""
-    pattern = f"{keys.STATS_PREFIX}*:*:{glob or '*'}"
+    prefix = store.schema.stats
+    pattern = f"{prefix}*:*:{glob or '*'}"
     wanted = hours_back(now_ms, hours)
     found: list[tuple[str, str, str, str]] = []
     for key in store.scan_keys(pattern):
-        parsed = _parse(key)
+        parsed = _parse(key, prefix)
         if parsed and parsed[0] in wanted and fnmatchcase(parsed[2], glob or "*"):
             found.append((key, *parsed))
     hourly: dict[str, dict[str, dict[str, int]]] = {}

@@ -70,8 +70,9 @@ class _Found:
 class LockStore:
     """n8nlock's keys in one Redis: read only what it wrote, change only what is unchanged."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, schema: keys.KeySchema = keys.SCHEMA) -> None:
         self._client = client
+        self.schema = schema  # the env's namespace (keyPrefix): the only keys it reads
         self._snapshot = client.register_script(scripts.SNAPSHOT)
         self._release = client.register_script(scripts.RELEASE_IF_HOLDER)
         self._delete = client.register_script(scripts.DELETE_IF_UNCHANGED)
@@ -91,11 +92,11 @@ class LockStore:
 
     def scan(self, glob: str) -> Scan:
         """Every scope matching `glob` that has a key of engine v2, read one by one."""
-        return self._collect(f"{keys.LOCK_PREFIX}{glob}*", lambda scope: fnmatchcase(scope, glob))
+        return self._collect(f"{self.schema.lock}{glob}*", lambda scope: fnmatchcase(scope, glob))
 
     def read(self, scope: str) -> ScopeState | ForeignKey | None:
         """Exactly `scope` (None when it has no key of engine v2)."""
-        scan = self._collect(keys.scan_pattern(scope), lambda found: found == scope)
+        scan = self._collect(self.schema.scan_pattern(scope), lambda found: found == scope)
         if scan.foreign:
             return scan.foreign[0]
         return scan.states[0] if scan.states else None
@@ -113,7 +114,7 @@ class LockStore:
             if _UNDECODABLE in key:
                 foreign.append(ForeignKey(key, "a name that is not UTF-8"))
                 continue
-            parsed = keys.parse_key(key)
+            parsed = self.schema.parse_key(key)
             if parsed is None or not wanted(parsed[0]):
                 continue
             scope, kind, number = parsed
@@ -175,18 +176,18 @@ class LockStore:
     ) -> tuple[ScopeState, int] | ForeignKey:
         """The scope read at one instant with `slots` lanes, and the most lanes any of its
         records names."""
-        names = [keys.ticket_key(scope), keys.hold_key(scope)]
-        names += [keys.served_key(scope, lane) for lane in range(slots)]
-        names += [keys.lane_meta_key(scope, lane) for lane in range(slots)]
-        names += [keys.holder_key(scope, ticket) for ticket in holders]
-        reply = self._snapshot(keys=names, args=[slots, f"{keys.LOCK_PREFIX}{scope}"])
+        names = [self.schema.ticket_key(scope), self.schema.hold_key(scope)]
+        names += [self.schema.served_key(scope, lane) for lane in range(slots)]
+        names += [self.schema.lane_meta_key(scope, lane) for lane in range(slots)]
+        names += [self.schema.holder_key(scope, ticket) for ticket in holders]
+        reply = self._snapshot(keys=names, args=[slots, self.schema.lock_key(scope)])
         count = 3 * len(names)
         kinds, values, pttls = reply[0:count:3], reply[1:count:3], reply[2:count:3]
         # Per lane: the records of its head and of its last ticket out (ticket, type, value, PTTL).
         per_lane = [reply[count + 4 * i : count + 4 * i + 4] for i in range(2 * slots)]
         read = list(zip(names, kinds, values, strict=True))
         read += [
-            (keys.holder_key(scope, int(ticket)), kind, value)
+            (self.schema.holder_key(scope, int(ticket)), kind, value)
             for ticket, kind, value, _ in per_lane
             if ticket is not None
         ]
@@ -206,7 +207,9 @@ class LockStore:
 
         def record(lane: int, which: int) -> TicketRecord | None:
             number, _, value, pttl = per_lane[2 * lane + which]
-            return None if number is None else TicketRecord(scope, int(number), value, int(pttl))
+            if number is None:
+                return None
+            return TicketRecord(scope, int(number), value, int(pttl), self.schema)
 
         lanes = tuple(
             Lane(
@@ -219,6 +222,7 @@ class LockStore:
                 redis_now_ms=now,
                 head_record=record(lane, 0),
                 last_record=record(lane, 1),
+                schema=self.schema,
             )
             for lane in range(slots)
         )
@@ -253,14 +257,14 @@ class LockStore:
             keys.STATS_TTL_SECONDS,
             3 if lane.holder is not None else 2,
         ]
-        stats = keys.stats_key(current_hour(now), metric, lane.scope)
+        stats = self.schema.stats_key(current_hour(now), metric, lane.scope)
         names = [lane.key, lane.served_key, stats, lane.record_key]
         return str(self._release(keys=names, args=arguments))
 
     def delete_if_unchanged(self, lane: Lane, metric: str) -> bool:
         """Delete a record without TTL only if it is still what `lane` saw; count `metric`."""
         assert lane.meta_raw is not None
-        stats = keys.stats_key(current_hour(lane.redis_now_ms), metric, lane.scope)
+        stats = self.schema.stats_key(current_hour(lane.redis_now_ms), metric, lane.scope)
         arguments: list[str | int] = [lane.meta_raw, keys.STATS_TTL_SECONDS]
         return bool(self._delete(keys=[lane.key, stats], args=arguments))
 
@@ -270,16 +274,16 @@ class LockStore:
         then (released or withdrawn ones, for a minute). Returns (deleted, the ticket it had, or
         why not)."""
         scope, slots = state.scope, state.slots
-        names = [keys.ticket_key(scope), keys.hold_key(scope)]
-        names += [keys.served_key(scope, lane) for lane in range(slots)]
-        names += [keys.lane_meta_key(scope, lane) for lane in range(slots)]
-        names += [keys.gone_key(scope, ticket) for ticket in state.gone]
+        names = [self.schema.ticket_key(scope), self.schema.hold_key(scope)]
+        names += [self.schema.served_key(scope, lane) for lane in range(slots)]
+        names += [self.schema.lane_meta_key(scope, lane) for lane in range(slots)]
+        names += [self.schema.gone_key(scope, ticket) for ticket in state.gone]
         quiet_ms = max(0, keys.HOLD_TTL_SECONDS * 1000 - int(quiet_seconds * 1000))
         arguments: list[str | int] = [
             slots,
             state.ticket or 0,
             quiet_ms,
-            f"{keys.LOCK_PREFIX}{scope}",
+            self.schema.lock_key(scope),
             scripts.FORGET_MARKER_WINDOW,
             *state.holders,
         ]
@@ -289,7 +293,7 @@ class LockStore:
     def done_mark(self, scope: str) -> tuple[str, int] | None:
         """A duplicate guard's mark of a success on `scope`: its value and remaining TTL (s),
         or None. A key of another type is not n8nlock's: None too."""
-        name = keys.done_key(scope)
+        name = self.schema.done_key(scope)
         with self._client.pipeline(transaction=True) as pipe:
             pipe.type(name)
             pipe.get(name)
@@ -301,7 +305,7 @@ class LockStore:
 
     def forget_done(self, scope: str, value: str) -> bool:
         """Delete the done mark of `scope` if it is still `value`."""
-        return bool(self._forget_done(keys=[keys.done_key(scope)], args=[value]))
+        return bool(self._forget_done(keys=[self.schema.done_key(scope)], args=[value]))
 
     def values(self, names: list[str]) -> list[str | None]:
         """MGET in slices (a key of another type answers None)."""

@@ -53,6 +53,7 @@ Only the operator commands and the drain read them (the `*_v1` names below).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 FORMAT = 4
 LOCK_PREFIX = "n8n-lock-"
@@ -106,30 +107,6 @@ CLAIM_SUFFIX = ":c"
 WINDOW_SEPARATOR = "-"
 
 
-@dataclass(frozen=True)
-class KeySchema:
-    """The key layout as the templates write it (`<< keys.lock >>${scope}`): every prefix and
-    suffix the scripts put together, from the constants above, so that no script writes one."""
-
-    lock: str = LOCK_PREFIX
-    ticket: str = TICKET_SUFFIX
-    served: str = SERVED_SUFFIX
-    holder: str = HOLDER_SUFFIX
-    gone: str = GONE_SUFFIX
-    meta: str = LANE_META_SUFFIX
-    v1_meta: str = META_SUFFIX
-    hold: str = HOLD_SUFFIX
-    fast: str = FAST_SUFFIX
-    index: str = INDEX_PREFIX
-    stats: str = STATS_PREFIX
-    done: str = DONE_PREFIX
-    rate: str = RATE_PREFIX
-    slots: str = SLOTS_SUFFIX
-    claim: str = CLAIM_SUFFIX
-    window: str = WINDOW_SEPARATOR
-
-
-SCHEMA = KeySchema()
 # The numbers of the layout that scripts and Python share (`<< fast_scale >>` in a script).
 CONSTANTS: dict[str, int] = {
     "format": FORMAT,
@@ -143,62 +120,11 @@ CONSTANTS: dict[str, int] = {
     "release_margin_ms": RELEASE_MARGIN_SECONDS * 1000,
     "stats_ttl": STATS_TTL_SECONDS,
 }
-
-
-def lock_key(scope: str) -> str:
-    return f"{LOCK_PREFIX}{scope}"
-
-
-def meta_key(scope: str) -> str:
-    return f"{LOCK_PREFIX}{scope}{META_SUFFIX}"
-
-
-def fence_key(scope: str) -> str:
-    return f"{LOCK_PREFIX}{scope}{FENCE_SUFFIX}"
-
-
-def arrived_key(scope: str) -> str:
-    return f"{ARRIVED_PREFIX}{scope}"
-
-
-def left_key(scope: str) -> str:
-    return f"{LEFT_PREFIX}{scope}"
-
-
-def stats_key(hour: str, metric: str, scope: str) -> str:
-    return f"{STATS_PREFIX}{hour}:{metric}:{scope}"
-
-
-def index_key(workflow_id: str, execution_id: str) -> str:
-    return f"{INDEX_PREFIX}{workflow_id}:{execution_id}"
-
-
-def ticket_key(scope: str) -> str:
-    return f"{LOCK_PREFIX}{scope}{TICKET_SUFFIX}"
-
-
-def served_key(scope: str, lane: int) -> str:
-    return f"{LOCK_PREFIX}{scope}{SERVED_SUFFIX}{lane}"
-
-
-def lane_meta_key(scope: str, lane: int) -> str:
-    return f"{LOCK_PREFIX}{scope}{LANE_META_SUFFIX}{lane}"
-
-
-def holder_key(scope: str, ticket: int) -> str:
-    return f"{LOCK_PREFIX}{scope}{HOLDER_SUFFIX}{ticket}"
-
-
-def gone_key(scope: str, ticket: int) -> str:
-    return f"{LOCK_PREFIX}{scope}{GONE_SUFFIX}{ticket}"
-
-
-def hold_key(scope: str) -> str:
-    return f"{LOCK_PREFIX}{scope}{HOLD_SUFFIX}"
-
-
-def fast_key(scope: str) -> str:
-    return f"{LOCK_PREFIX}{scope}{FAST_SUFFIX}"
+# A key namespace per environment (`keyPrefix:` in envs/<env>.yml, default empty, checked by
+# envconfig.check_key_prefix) goes in front of every key n8nlock writes, so that staging and
+# production can share one Redis. The generated nodes and primitives name it by this
+# placeholder, which `n8nlock push` resolves per env.
+NAMESPACE_PLACEHOLDER = "{{@:env:keyPrefix}}"
 
 
 def lane_of(ticket: int, slots: int) -> int:
@@ -223,42 +149,161 @@ _SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fas
 _V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 
 
-def parse_key(key: str) -> tuple[str, str, int | None] | None:
-    """(scope, kind, number) of a key under LOCK_PREFIX, or None for another prefix.
-
-    Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone (number = ticket);
-    format 1's v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was the
-    bare scope).
-    A scope may hold colons, so the kind is read from the end of the name."""
-    if not key.startswith(LOCK_PREFIX):
-        return None
-    name = key[len(LOCK_PREFIX) :]
-    for suffix, kind in _SCALAR_KINDS.items():
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)], kind, None
-    head, colon, number = name.rpartition(":")
-    if colon and number.isdigit() and number.isascii():
-        for suffix, kind in _LANE_KINDS.items():
-            scope = (head + colon).removesuffix(suffix)
-            if len(scope) < len(head + colon) and scope:
-                return scope, kind, int(number)
-    for suffix, kind in _V1_KINDS.items():
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)], kind, None
-    return (name, "v1_counter", None) if name else None
+_LANE_KINDS = {
+    SERVED_SUFFIX: "served",
+    LANE_META_SUFFIX: "meta",
+    HOLDER_SUFFIX: "holder",
+    GONE_SUFFIX: "gone",
+}
+_SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
+_V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 
 
-def scan_pattern(scope: str) -> str:
-    """A SCAN MATCH pattern for exactly `scope`'s keys: its glob characters escaped."""
-    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in scope)
-    return f"{LOCK_PREFIX}{escaped}*"
+@dataclass(frozen=True)
+class KeySchema:
+    """Every key n8nlock writes, in one namespace (`keyPrefix`, empty by default).
+
+    The templates write keys as `<< keys.lock >>${scope}<< keys.ticket >>` from the schema
+    whose namespace is the push placeholder (`TEMPLATE_SCHEMA`); the operator commands build
+    and parse them with the schema of their env.
+
+    Example:
+        >>> KeySchema("staging:").holder_key("orders", 7)
+        'staging:n8n-lock-orders:holder:7'
+    """
+
+    namespace: str = ""
+    # Suffixes of a scope's keys (after `lock`+scope): not namespaced.
+    ticket: ClassVar[str] = TICKET_SUFFIX
+    served: ClassVar[str] = SERVED_SUFFIX
+    holder: ClassVar[str] = HOLDER_SUFFIX
+    gone: ClassVar[str] = GONE_SUFFIX
+    meta: ClassVar[str] = LANE_META_SUFFIX
+    v1_meta: ClassVar[str] = META_SUFFIX
+    hold: ClassVar[str] = HOLD_SUFFIX
+    fast: ClassVar[str] = FAST_SUFFIX
+    slots: ClassVar[str] = SLOTS_SUFFIX
+    claim: ClassVar[str] = CLAIM_SUFFIX
+    window: ClassVar[str] = WINDOW_SEPARATOR
+
+    @property
+    def lock(self) -> str:
+        return self.namespace + LOCK_PREFIX
+
+    @property
+    def index(self) -> str:
+        return self.namespace + INDEX_PREFIX
+
+    @property
+    def stats(self) -> str:
+        return self.namespace + STATS_PREFIX
+
+    @property
+    def done(self) -> str:
+        return self.namespace + DONE_PREFIX
+
+    @property
+    def rate(self) -> str:
+        return self.namespace + RATE_PREFIX
+
+    @property
+    def arrived(self) -> str:
+        return self.namespace + ARRIVED_PREFIX
+
+    @property
+    def left(self) -> str:
+        return self.namespace + LEFT_PREFIX
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        """Every prefix of the namespace's keys (for ACL key patterns and SCAN)."""
+        return (self.lock, self.rate, self.namespace + "n8nlock:")
+
+    def lock_key(self, scope: str) -> str:
+        return f"{self.lock}{scope}"
+
+    def ticket_key(self, scope: str) -> str:
+        return f"{self.lock}{scope}{TICKET_SUFFIX}"
+
+    def served_key(self, scope: str, lane: int) -> str:
+        return f"{self.lock}{scope}{SERVED_SUFFIX}{lane}"
+
+    def lane_meta_key(self, scope: str, lane: int) -> str:
+        return f"{self.lock}{scope}{LANE_META_SUFFIX}{lane}"
+
+    def holder_key(self, scope: str, ticket: int) -> str:
+        return f"{self.lock}{scope}{HOLDER_SUFFIX}{ticket}"
+
+    def gone_key(self, scope: str, ticket: int) -> str:
+        return f"{self.lock}{scope}{GONE_SUFFIX}{ticket}"
+
+    def hold_key(self, scope: str) -> str:
+        return f"{self.lock}{scope}{HOLD_SUFFIX}"
+
+    def fast_key(self, scope: str) -> str:
+        return f"{self.lock}{scope}{FAST_SUFFIX}"
+
+    def meta_key(self, scope: str) -> str:
+        """Format 1's record of the scope's holder."""
+        return f"{self.lock}{scope}{META_SUFFIX}"
+
+    def fence_key(self, scope: str) -> str:
+        return f"{self.lock}{scope}{FENCE_SUFFIX}"
+
+    def arrived_key(self, scope: str) -> str:
+        return f"{self.arrived}{scope}"
+
+    def left_key(self, scope: str) -> str:
+        return f"{self.left}{scope}"
+
+    def stats_key(self, hour: str, metric: str, scope: str) -> str:
+        return f"{self.stats}{hour}:{metric}:{scope}"
+
+    def index_key(self, workflow_id: str, execution_id: str) -> str:
+        return f"{self.index}{workflow_id}:{execution_id}"
+
+    def done_key(self, scope: str) -> str:
+        """A duplicate guard's mark of a success of the key whose scope this is."""
+        return f"{self.done}{scope}"
+
+    def parse_key(self, key: str) -> tuple[str, str, int | None] | None:
+        """(scope, kind, number) of a key under `lock`, or None for another prefix.
+
+        Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone (number = ticket);
+        format 1's v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was
+        the bare scope). A scope may hold colons, so the kind is read from the end."""
+        if not key.startswith(self.lock):
+            return None
+        name = key[len(self.lock) :]
+        for suffix, kind in _SCALAR_KINDS.items():
+            if name.endswith(suffix) and len(name) > len(suffix):
+                return name[: -len(suffix)], kind, None
+        head, colon, number = name.rpartition(":")
+        if colon and number.isdigit() and number.isascii():
+            for suffix, kind in _LANE_KINDS.items():
+                scope = (head + colon).removesuffix(suffix)
+                if len(scope) < len(head + colon) and scope:
+                    return scope, kind, int(number)
+        for suffix, kind in _V1_KINDS.items():
+            if name.endswith(suffix) and len(name) > len(suffix):
+                return name[: -len(suffix)], kind, None
+        return (name, "v1_counter", None) if name else None
+
+    def scan_pattern(self, scope: str) -> str:
+        """A SCAN MATCH pattern for exactly `scope`'s keys: its glob characters escaped."""
+        return f"{self.lock}{glob_escape(scope)}*"
+
+
+def glob_escape(text: str) -> str:
+    """`text` as a Redis glob that matches only itself."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+SCHEMA = KeySchema()  # no namespace: the keys of an env without keyPrefix
+# The keys as generated nodes write them: the namespace is resolved per env at push time.
+TEMPLATE_SCHEMA = KeySchema(NAMESPACE_PLACEHOLDER)
 
 
 def dedupe_scope(workflow_key: str, key: str) -> str:
     """The scope of a duplicate guard's lock for one key value (of its key expression)."""
     return f"{DEDUPE_SCOPE_PREFIX}{workflow_key}-{key}"
-
-
-def done_key(scope: str) -> str:
-    """A duplicate guard's mark of a success of the key whose scope this is."""
-    return f"{DONE_PREFIX}{scope}"

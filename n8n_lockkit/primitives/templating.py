@@ -82,7 +82,7 @@ def _environment(strip: bool) -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.globals.update(keys=keys.SCHEMA, **keys.CONSTANTS)
+    env.globals.update(keys=keys.TEMPLATE_SCHEMA, **keys.CONSTANTS)
     return env
 
 

@@ -13,7 +13,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from n8n_lockkit.errors import EnvError, EnvSelectionError
 from n8n_lockkit.jsonpath import json_path
-from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.layout import Workspace, check_key_prefix
 from n8n_lockkit.workspace.plan import FileChange
 from n8n_lockkit.workspace.yamlfile import YamlDocument, to_plain
 
@@ -129,6 +129,12 @@ class EnvFile:
         scopes.append(scope)
         return True
 
+    @property
+    def key_prefix(self) -> str:
+        """The env's key namespace (`keyPrefix:`): empty, the keys of an env without one."""
+        prefix = self.data.get("keyPrefix")
+        return prefix if isinstance(prefix, str) else ""
+
     def lock_scopes(self) -> list[str]:
         scopes = self.data.get("lockScopes")
         return [str(s) for s in scopes] if isinstance(scopes, list) else []
@@ -144,6 +150,9 @@ class EnvFile:
 
 
 def validate_env(name: str, document: YamlDocument, display_path: str) -> None:
+    prefix = document.get(("keyPrefix",))
+    if isinstance(prefix, str):
+        check_key_prefix(prefix, f"{display_path}::$.keyPrefix")
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(to_plain(document.data)), key=lambda e: list(e.path))
     if errors:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from n8n_lockkit.errors import LockkitError, WorkspaceNotFound
+from n8n_lockkit.errors import EnvError, LockkitError, WorkspaceNotFound
 
 ENVS_DIR = "envs"
 WORKFLOWS_DIR = "workflows"
@@ -26,6 +26,24 @@ def check_name(kind: str, name: str) -> str:
             hint="use letters, digits, '_' and '-', starting with a letter or digit",
         )
     return name
+
+
+# A key namespace (`keyPrefix:`) goes into scripts, SCAN patterns and ACL key patterns: no glob
+# or quote characters, and none of n8nlock's own prefixes, whose keys it would then look like.
+KEY_PREFIX_PATTERN = re.compile(r"[A-Za-z0-9:_-]*")
+_OWN_PREFIXES = ("n8n-lock-", "n8n-ratelimit-", "n8nlock:")
+
+
+def check_key_prefix(prefix: str, where: str) -> str:
+    """`prefix` if it can be a key namespace, else an EnvError that says why (`where`: what
+    gave it, an option or a file location)."""
+    if not KEY_PREFIX_PATTERN.fullmatch(prefix) or prefix.startswith(_OWN_PREFIXES):
+        raise EnvError(
+            f"{where}: {prefix!r} cannot be a key namespace",
+            hint="use letters, digits, ':', '_' and '-' only (e.g. staging:), not starting "
+            "with n8n-lock-, n8n-ratelimit- or n8nlock:",
+        )
+    return prefix
 
 
 @dataclass(frozen=True)

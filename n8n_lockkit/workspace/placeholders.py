@@ -16,7 +16,7 @@ from n8n_lockkit.errors import PlaceholderError
 
 PLACEHOLDER = re.compile(r"\{\{@:?env:([^{}\s]*)\}\}")
 # Missing keys that have a safe meaning; everything else must be in the env file.
-DEFAULTS: dict[str, Any] = {"lockScopes": []}
+DEFAULTS: dict[str, Any] = {"lockScopes": [], "keyPrefix": ""}
 # Ids that must be real before a workflow can run: empty means "not created on n8n yet".
 _ID_PATHS = re.compile(r"^(credentials|workflows)\.[^.]+\.(id|name)$")
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from n8n_lockkit.workspace.layout import ENVS_DIR, STATE_DIR, WORKFLOWS_DIR, check_name
+from n8n_lockkit.workspace.layout import (
+    ENVS_DIR,
+    STATE_DIR,
+    WORKFLOWS_DIR,
+    check_key_prefix,
+    check_name,
+)
 from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none
 
 DEFAULT_URL = "http://127.0.0.1:5678"
 
 ENV_TEMPLATE = """\
 # n8nlock env file: one per n8n instance. n8nlock edits it in place and keeps your comments.
+keyPrefix: "{key_prefix}"                 # namespace in front of this env's Redis keys (e.g. staging:), for envs that share one Redis
 name: {name}
 n8n:
   url: {url}
@@ -23,8 +30,9 @@ lockScopes: []                # static scopes that error_handler_lock_cleanup cl
 """  # noqa: E501  (the file is for people; its comments say what each key is)
 
 
-def env_text(name: str, url: str = DEFAULT_URL) -> str:
-    return ENV_TEMPLATE.format(name=check_name("env name", name), url=url)
+def env_text(name: str, url: str = DEFAULT_URL, key_prefix: str = "") -> str:
+    prefix = check_key_prefix(key_prefix, "--key-prefix")
+    return ENV_TEMPLATE.format(name=check_name("env name", name), url=url, key_prefix=prefix)
 
 
 _IGNORED = (STATE_DIR, f"{STATE_DIR}/", f"/{STATE_DIR}", f"/{STATE_DIR}/")
@@ -53,11 +61,13 @@ def gitignore_text(current: str | None) -> str:
     return text + GITIGNORE_ENTRY
 
 
-def plan_init(root: Path, env_names: Sequence[str], url: str = DEFAULT_URL) -> Plan:
+def plan_init(
+    root: Path, env_names: Sequence[str], url: str = DEFAULT_URL, key_prefix: str = ""
+) -> Plan:
     """Env files that do not exist yet, the workflows folder, and a .gitignore that keeps
     n8nlock's state out of git; nothing the user wrote is overwritten."""
     changes = [
-        FileChange(path, read_text_or_none(path), env_text(name, url), overwrite=False)
+        FileChange(path, read_text_or_none(path), env_text(name, url, key_prefix), overwrite=False)
         for name in dict.fromkeys(env_names)
         for path in [root / ENVS_DIR / f"{check_name('env name', name)}.yml"]
     ]

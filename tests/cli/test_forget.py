@@ -43,7 +43,7 @@ def guarded(ws: Path, invoke: Invoke) -> Path:
 
 
 def mark(client: redis.Redis, value: dict[str, str] = MARK, ttl: int = 600) -> None:
-    client.set(keys.done_key(SCOPE), json.dumps(value), ex=ttl)
+    client.set(keys.SCHEMA.done_key(SCOPE), json.dumps(value), ex=ttl)
 
 
 def forget_key(invoke: Invoke, root: Path, *flags: str) -> Result:
@@ -60,7 +60,7 @@ def test_forget_deletes_the_mark_of_a_success_so_the_key_runs_again(
         result.output
     )
     assert "forgot it: the next execution with this key runs its body" in result.output
-    assert redis_client.get(keys.done_key(SCOPE)) is None
+    assert redis_client.get(keys.SCHEMA.done_key(SCOPE)) is None
     again = forget_key(invoke, guarded)
     assert again.exit_code == 0, explain(again)
     assert "no success is marked" in again.output
@@ -73,7 +73,7 @@ def test_dry_run_shows_the_mark_and_keeps_it(
     result = forget_key(invoke, guarded, "--dry-run")
     assert result.exit_code == 0, explain(result)
     assert "dry run, nothing changed" in result.output
-    assert json.loads(redis_client.get(keys.done_key(SCOPE)) or "null") == MARK
+    assert json.loads(redis_client.get(keys.SCHEMA.done_key(SCOPE)) or "null") == MARK
 
 
 def test_json_names_the_mark_its_remaining_window_and_the_outcome(
@@ -100,7 +100,7 @@ def test_a_key_that_runs_now_is_named_and_left_alone(
     assert result.exit_code == 0, explain(result)
     assert "execution 77 runs this key now" in result.output
     assert f"n8nlock release {SCOPE} --force" in result.output
-    assert redis_client.get(keys.ticket_key(SCOPE)) == "1"
+    assert redis_client.get(keys.SCHEMA.ticket_key(SCOPE)) == "1"
 
 
 def test_a_workflow_without_a_guard_is_an_error_that_says_how_to_add_one(
@@ -111,7 +111,7 @@ def test_a_workflow_without_a_guard_is_an_error_that_says_how_to_add_one(
     result = forget_key(invoke, guarded)
     hint = one_error(result, 3, "workflow 'order_update' has no duplicate guard")
     assert "n8nlock add-dedupe --workflow-key order_update" in hint
-    assert redis_client.get(keys.done_key(SCOPE)) is not None
+    assert redis_client.get(keys.SCHEMA.done_key(SCOPE)) is not None
 
 
 def test_a_mark_written_again_after_it_was_shown_is_kept(
@@ -126,6 +126,9 @@ def test_a_mark_written_again_after_it_was_shown_is_kept(
         mark(redis_client, {**MARK, "execution_id": "600"})
         with pytest.raises(forget.MarkChanged, match="succeeded again after it was shown"):
             forget.forget(store, shown)
-        assert json.loads(redis_client.get(keys.done_key(SCOPE)) or "{}")["execution_id"] == "600"
-        redis_client.delete(keys.done_key(SCOPE))
+        assert (
+            json.loads(redis_client.get(keys.SCHEMA.done_key(SCOPE)) or "{}")["execution_id"]
+            == "600"
+        )
+        redis_client.delete(keys.SCHEMA.done_key(SCOPE))
         assert forget.forget(store, forget.inspect(store, "order_update", "evt_1")) == "none"

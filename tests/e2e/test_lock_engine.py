@@ -229,7 +229,7 @@ def test_an_arrival_right_after_the_last_release_enters_without_reading_the_line
     for caller in range(3):
         assert call(lockbed, mutex, scope, caller).status == 200
     assert line_reads(lockbed, mutex, scope, 3) == {0: 1, 1: 0, 2: 0}
-    assert lockbed.redis.get(keys.fast_key(scope)) == str(3 * keys.FAST_SCALE)
+    assert lockbed.redis.get(keys.SCHEMA.fast_key(scope)) == str(3 * keys.FAST_SCALE)
 
 
 def test_an_arrival_while_a_fast_path_holder_holds_reads_the_line_and_waits(

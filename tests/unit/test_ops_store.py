@@ -255,8 +255,8 @@ def test_scan_finds_scopes_with_colons_and_reports_held_locks_of_format_1(
 
 
 def test_a_mutex_fast_path_value_is_its_scope_s_key_not_a_counter_of_format_1() -> None:
-    assert keys.parse_key("n8n-lock-tenant:order-2:fast") == ("tenant:order-2", "fast", None)
-    assert keys.parse_key("n8n-lock-order-2") == ("order-2", "v1_counter", None)
+    assert keys.SCHEMA.parse_key("n8n-lock-tenant:order-2:fast") == ("tenant:order-2", "fast", None)
+    assert keys.SCHEMA.parse_key("n8n-lock-order-2") == ("order-2", "v1_counter", None)
 
 
 def test_read_takes_the_scope_literally(redis_client: redis.Redis, store: LockStore) -> None:

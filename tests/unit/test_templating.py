@@ -36,13 +36,19 @@ def test_n8n_braces_and_push_placeholders_pass_through() -> None:
         "a = '{{@:env:keyPrefix}}' + << keys.lock >>; b = {{ x }}"
     )
     assert (
-        rendered.render() == f"a = '{{{{@:env:keyPrefix}}}}' + {keys.LOCK_PREFIX}; b = {{{{ x }}}}"
+        rendered.render()
+        == f"a = '{{{{@:env:keyPrefix}}}}' + {keys.TEMPLATE_SCHEMA.lock}; b = {{{{ x }}}}"
     )
 
 
 def test_an_expression_may_not_hold_braces_that_would_end_it() -> None:
     with pytest.raises(TemplateError, match="would end the expression"):
         templating.call("engine/lock/verify", decision="({ a: {{b}} })")
+
+
+def test_every_key_a_template_writes_is_in_the_envs_namespace() -> None:
+    assert keys.TEMPLATE_SCHEMA.lock == "{{@:env:keyPrefix}}" + keys.LOCK_PREFIX
+    assert all(p.startswith(keys.NAMESPACE_PLACEHOLDER) for p in keys.TEMPLATE_SCHEMA.prefixes)
 
 
 def test_no_script_writes_a_key_prefix_of_its_own() -> None:
