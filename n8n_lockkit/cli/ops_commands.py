@@ -305,7 +305,7 @@ def stats_command(
     "--workflow-key",
     required=True,
     metavar="KEY",
-    help="The workflow add-dedupe guards: workflows/KEY.template.json.",
+    help="The workflow add-dedupe guards: the key of its file in workflows/.",
     shell_complete=workflow_keys,
 )
 @click.option(

@@ -49,6 +49,7 @@ RULES: tuple[Rule, ...] = tuple(
         ("rate-engine-current", WARNING, stamps.rate_engine_current),
         # push refuses to send a workflow whose placeholders do not resolve.
         ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
+        ("workflow-reference-cycle", ERROR, env.no_reference_cycle),
     )
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)
