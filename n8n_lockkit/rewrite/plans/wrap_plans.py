@@ -19,23 +19,18 @@ from n8n_lockkit.primitives.catalogue import (
 )
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
 from n8n_lockkit.workspace.envconfig import EnvFile
-from n8n_lockkit.workspace.layout import Workspace, workflow_key
-from n8n_lockkit.workspace.plan import FileChange, Plan, read_text_or_none
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.plan import FileChange, Plan
 
 
 def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:
-    path = workspace.workflow_path(key)
-    text = read_text_or_none(path)
-    if text is None:
-        known = ", ".join(workflow_key(p) for p in workspace.workflow_files()) or "none yet"
-        raise WorkflowFileError(
-            f"no workflow {key!r}: {workspace.relative(path)} does not exist",
-            hint=f"workflow keys in this workspace: {known}",
-        )
+    path = workspace.existing_workflow_path(key)
+    text = path.read_text(encoding="utf-8")
     return path, text, parse_workflow(workspace, path, text)
 
 
@@ -140,9 +135,9 @@ def plan_add_lock(
         how += " --include-renew"
     _require(workspace, envs, needed, how)
     if config.dedupe:
-        wrapped = wrap(body, key, lock, rate, config)
+        wrapped = wrap(body, key, lock, rate, config, own_cleanup=runs_cleanup(workspace, body))
     else:
-        wrapped = wrap(body, key, config, rate, guard)
+        wrapped = wrap(body, key, config, rate, guard, own_cleanup=runs_cleanup(workspace, body))
     messages += _unknown_entries(body)
     if graph.as_dict(body.get("settings")).get("executionOrder") != "v1":
         messages.append(
@@ -171,7 +166,8 @@ def dedupe_scope(workflow: str, key_expression: str) -> str:
         parse_scope(key_expression)
     except LockkitError as err:  # the user gave a key, not a scope
         message = err.message.replace("scope expression", "key expression")
-        raise LockkitError(message, hint=err.hint) from err
+        hint = (err.hint or "").replace("--scope-expression", "--key-expression")
+        raise LockkitError(message, hint=hint or None) from err
     prefix = keys.dedupe_scope(workflow, "")
     if key_expression.startswith("="):
         return "=" + prefix + key_expression[1:]
@@ -250,7 +246,7 @@ def plan_add_rate_limit(
     else:
         limits[same] = config
     body = unwrap(workflow)
-    wrapped = wrap(body, key, lock, tuple(limits), guard)
+    wrapped = wrap(body, key, lock, tuple(limits), guard, own_cleanup=runs_cleanup(workspace, body))
     return Plan((FileChange(path, text, dump_workflow(wrapped)),), tuple(_unknown_entries(body)))
 
 
@@ -278,5 +274,6 @@ def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan
             f"lockScopes still lists {scope!r} in the env files; `n8nlock locks` and `reap` "
             "keep watching it until you take it out"
         )
-    result = wrap(body, key, keep_lock, keep_rate, keep_guard)
+    own_cleanup = runs_cleanup(workspace, body)
+    result = wrap(body, key, keep_lock, keep_rate, keep_guard, own_cleanup=own_cleanup)
     return Plan((FileChange(path, text, dump_workflow(result)),), tuple(messages))
