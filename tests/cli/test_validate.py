@@ -286,10 +286,17 @@ def test_a_missing_path_is_an_input_error(workspace: Path, invoke: Invoke) -> No
     assert "Error: workflows/nope.json: no such file or folder" in result.stderr
 
 
+def linked(workspace: Path) -> Path:
+    """The dev env with the Redis credential linked (as `redis-credential --link` records it)."""
+    env = workspace / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace('redis: {id: "", name: ""}', "redis: {id: c1, name: R}"))
+    return env
+
+
 def test_with_env_every_placeholder_must_resolve(locked_workspace: Path, invoke: Invoke) -> None:
+    env = linked(locked_workspace)
     assert invoke("validate", "--env", "dev", cwd=locked_workspace).exit_code == 0
-    env = locked_workspace / "envs" / "dev.yml"
-    env.write_text(env.read_text().replace('  redis: {id: "", name: ""}', "  other: {}"))
+    env.write_text(env.read_text().replace("  redis: {id: c1, name: R}", "  other: {}"))
     result = invoke("validate", "--env", "dev", cwd=locked_workspace)
     assert result.exit_code == 1, explain(result)
     assert "error: {{@:env:credentials.redis.id}} not found in the env file" in result.stdout
@@ -313,3 +320,66 @@ def test_rules_lists_every_rule_with_its_severity(invoke: Invoke, tmp_path: Path
     assert lines["primitive-marker-forbidden"] == "error"
     assert lines["code-sandbox"] == "warning"
     assert lines["api-settings-values"] == "error"
+
+
+def test_validate_with_env_fails_where_push_refuses_an_empty_credential_id(
+    locked_workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`init` leaves credentials.redis.id empty: push refuses it before it sends anything, so
+    the CI gate `validate --env` says the same, offline."""
+    result = invoke("validate", "--env", "dev", "-o", "json", cwd=locked_workspace)
+    assert result.exit_code == 1, explain(result)
+    found = [
+        f
+        for f in json.loads(result.stdout)["findings"]
+        if f["path"].endswith("/lock_acquisition.template.json")
+    ]
+    assert found[0]["message"] == (
+        "{{@:env:credentials.redis.id}} is empty: the workflow or credential is not on n8n yet"
+    )
+    assert found[0]["hint"] == (
+        "run `n8nlock redis-credential --env …` to create or link the Redis credential"
+    )
+    monkeypatch.setenv("N8N_API_KEY", "not used: push refuses before it sends")
+    pushed = invoke("push", "--env", "dev", "--dry-run", "lock_acquisition", cwd=locked_workspace)
+    assert pushed.exit_code == 3, explain(pushed)
+    assert pushed.stderr.splitlines() == [
+        f"Error: workflows/lock_acquisition.template.json: {found[0]['message']}",
+        f"Hint: {found[0]['hint']}",
+    ]
+
+
+def test_validate_with_env_accepts_ids_that_push_mints_first_and_refuses_the_others(
+    locked_workspace: Path, invoke: Invoke
+) -> None:
+    linked(locked_workspace)
+    caller = json.loads((FIXTURES / "env-placeholder-resolves" / "good.json").read_text())
+    (locked_workspace / "workflows" / "caller.json").write_text(json.dumps(caller))
+    # lock_acquisition has no id yet, but it is a file of this workspace: push creates it first
+    result = invoke("validate", "--env", "dev", cwd=locked_workspace)
+    assert result.exit_code == 0, explain(result)
+    (locked_workspace / "workflows" / "lock_acquisition.template.json").unlink()
+    result = invoke("validate", "--env", "dev", cwd=locked_workspace)
+    assert result.exit_code == 1, explain(result)
+    assert "{{@:env:workflows.lock_acquisition.id}} is empty: the workflow or" in result.stdout
+
+
+def test_validate_finds_the_reference_cycle_push_refuses(workspace: Path, invoke: Invoke) -> None:
+    def calling(other: str) -> dict[str, object]:
+        call = {
+            "name": "Call",
+            "type": "n8n-nodes-base.executeWorkflow",
+            "typeVersion": 1,
+            "position": [200, 0],
+            "parameters": {"workflowId": f"{{{{@:env:workflows.{other}.id}}}}"},
+        }
+        return {"name": other, "nodes": [call], "connections": {}}
+
+    (workspace / "workflows" / "a.json").write_text(json.dumps(calling("b")))
+    (workspace / "workflows" / "b.json").write_text(json.dumps(calling("a")))
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    assert (
+        "workflows/a.json::$: error: workflows reference each other in a cycle: a -> b -> a "
+        "[workflow-reference-cycle]"
+    ) in result.stdout.splitlines()
