@@ -25,7 +25,13 @@ from n8n_lockkit.remote.n8n_client import (
     N8nServerError,
     WebhookNotLive,
 )
-from n8n_lockkit.remote.push_compare import RUNTIME_FIELDS, draft_pending, holds, is_live
+from n8n_lockkit.remote.push_compare import (
+    RUNTIME_FIELDS,
+    draft_pending,
+    holds,
+    is_live,
+    replaced_lock_format,
+)
 from n8n_lockkit.remote.push_items import (
     PushItem,
     activatable,
@@ -115,10 +121,14 @@ class Pusher:
         progress: Progress,
         save_env: Callable[[], None],
         fail_fast: bool = False,
+        before_send: Callable[[list[tuple[str, int]]], None] | None = None,
     ) -> None:
         self.workspace, self.env, self.client = workspace, env, client
         self.activate, self.dry_run, self.recreate_missing = activate, dry_run, recreate_missing
         self.fail_fast = fail_fast
+        # Called, before anything is sent, with the (key, format) of each workflow n8n holds
+        # in a lock format that needs the drain check first (formats.needs_drain).
+        self.before_send = before_send
         self.progress, self.save_env = progress, save_env
         self.ids: dict[str, str] = {}
         self.named = False
@@ -131,12 +141,22 @@ class Pusher:
         preflight(self.workspace, items, self.env.data)
         self.named = bool(keys)
         self.targets = {item.key: self._fetch(item, pushed=True) for item in items}
+        if self.before_send is not None:
+            self.before_send(self._replacing_older_locks(items))
         for item in items:
             self._record(self._next(self.targets[item.key]))
         result = PushResult(list(self.outcomes.values()))
         if not self.dry_run:
             self._remember_synced(result)
         return result
+
+    def _replacing_older_locks(self, items: Sequence[PushItem]) -> list[tuple[str, int]]:
+        replaced = []
+        for item in items:
+            found = replaced_lock_format(item.key, item.workflow, self.targets[item.key].remote)
+            if found is not None:
+                replaced.append((item.key, found))
+        return replaced
 
     def _remember_synced(self, result: PushResult) -> None:
         """Record each file n8n now holds, so a later pull can tell local edits from n8n's."""
