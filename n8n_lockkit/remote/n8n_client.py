@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
+from urllib3.exceptions import NameResolutionError, NewConnectionError
 
 from n8n_lockkit.errors import RemoteError
 
@@ -201,11 +202,14 @@ class N8nClient:
                     method, url, timeout=self._timeout, allow_redirects=False, **kwargs
                 )
             except requests.RequestException as err:
-                if attempt < self._retries and method == "GET":
+                # Nothing listens there, or the name does not resolve: asking again in a few
+                # seconds would only delay the answer. A timeout or a dropped connection may
+                # pass: a GET is asked again.
+                if attempt < self._retries and method == "GET" and not _no_connection(err):
                     self._sleep(self._backoff * 2**attempt)
                     continue
                 raise RemoteError(
-                    f"cannot reach n8n at {self.base_url} ({type(err).__name__})",
+                    f"cannot reach n8n at {self.base_url} ({_why_unreachable(err)})",
                     hint="is n8n running? check n8n.url in the env file",
                 ) from err
             if response.status_code in retry_on and attempt < self._retries:
@@ -246,6 +250,28 @@ class N8nClient:
             server_message=message,
             hint=refused_hint,
         )
+
+
+def _reason(err: requests.RequestException) -> object:
+    """What urllib3 says went wrong under a requests error (its MaxRetryError's reason)."""
+    cause = err.args[0] if err.args else None
+    return getattr(cause, "reason", cause)
+
+
+def _no_connection(err: requests.RequestException) -> bool:
+    """The connection was refused or the host name does not resolve."""
+    return isinstance(_reason(err), NewConnectionError)
+
+
+def _why_unreachable(err: requests.RequestException) -> str:
+    reason = _reason(err)
+    if isinstance(reason, NameResolutionError):
+        return "its host name does not resolve"
+    if isinstance(reason, NewConnectionError):
+        return "connection refused" if "refused" in str(reason).lower() else "no connection"
+    if isinstance(err, requests.Timeout):
+        return "no answer in time"
+    return type(err).__name__
 
 
 def _retry_after(response: requests.Response) -> float | None:
