@@ -215,6 +215,7 @@ def redis_credential(
     env = one_env(workspace, env_name)
     settings = credentials.RedisSettings(host or "", port, database, user, password_env, ssl)
     planned = credentials.plan_redis(env, display_name, settings, link_id=link_id, replace=replace)
+    planned = credentials.check_link(env, planned, connect=connection.client_for)
     if not dry_run:
         planned = credentials.apply_redis(env, planned, connect=connection.client_for)
         if planned.changed:
