@@ -68,7 +68,11 @@ def untrue_claims(text: str, typed: Sequence[str]) -> list[str]:
             if option not in options_of(named):
                 problems.append(f"{quoted!r}: {named.name if named else 'n8nlock'} has no {option}")
     typed_command, _ = command_named(typed)
-    bare = _QUOTED.sub(lambda m: "" if m.group(1).startswith("n8nlock") else m.group(0), text)
+    # n8nlock's command lines were checked above; n8n's own CLI (`n8n export:workflow …`)
+    # has options of its own.
+    bare = _QUOTED.sub(
+        lambda m: "" if m.group(1).startswith(("n8nlock", "n8n ")) else m.group(0), text
+    )
     for option in _OPTION.findall(bare):
         if option not in options_of(typed_command):
             shown = typed_command.name if typed_command else "n8nlock"

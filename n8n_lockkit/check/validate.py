@@ -13,7 +13,7 @@ from n8n_lockkit.check.lintconfig import LintSettings
 from n8n_lockkit.check.rules import RULE_IDS, RULES, Rule, WorkflowContext
 from n8n_lockkit.errors import WorkflowFileError
 from n8n_lockkit.jsonpath import json_path
-from n8n_lockkit.workspace import placeholders
+from n8n_lockkit.workspace import placeholders, workflow_json
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 _RULE_BY_ID = {rule.id: rule for rule in RULES}
@@ -65,7 +65,7 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
     try:
         workflow = json.loads(text)
     except json.JSONDecodeError as err:
-        where = f"line {err.lineno}, column {err.colno}"
+        where = workflow_json.syntax_location(err)  # line:col, shown as file:line:col
         return None, [
             _finding(
                 display,
@@ -81,8 +81,8 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
                 display,
                 "$",
                 "workflow-schema",
-                "a workflow is a JSON object",
-                "export the workflow from n8n, or start from `n8nlock init`",
+                f"the file {workflow_json.problem_of(workflow)}",
+                workflow_json.hint_for(workflow),
             )
         ]
     return workflow, []

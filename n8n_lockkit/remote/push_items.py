@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit.errors import LockkitError, PlaceholderError, WorkflowFileError
+from n8n_lockkit.errors import LockkitError, PlaceholderError
 from n8n_lockkit.rewrite.graphs import graph
-from n8n_lockkit.workspace import placeholders
+from n8n_lockkit.workspace import placeholders, workflow_json
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 # What the public API accepts on create and update; everything else in a file is dropped.
@@ -40,13 +40,11 @@ def load_items(workspace: Workspace, keys: Sequence[str]) -> list[PushItem]:
     for path in paths:
         display = workspace.relative(path)
         text = path.read_text(encoding="utf-8")
-        try:
-            workflow = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise WorkflowFileError(
-                f"{display}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})",
-                hint="run `n8nlock validate` and fix the file; nothing was sent",
-            ) from err
+        workflow = workflow_json.parse(
+            text,
+            display,
+            hint="fix the file at that place (`n8nlock validate` checks it); nothing was sent",
+        )
         items.append(PushItem(workflow_key(path), path, text, workflow))
     return items
 

@@ -145,7 +145,7 @@ def test_broken_json_is_an_error_and_nothing_is_written(
     before = snapshot(old_workspace)
     result = invoke("upgrade", cwd=old_workspace)
     assert result.exit_code == 3, explain(result)
-    assert "Error: workflows/order_update.template.json: not valid JSON" in result.stderr
+    assert "Error: workflows/order_update.template.json:1:12: not valid JSON" in result.stderr
     assert "Hint:" in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(old_workspace) == before

@@ -3,13 +3,12 @@ change together, or not at all."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit.errors import LockkitError, WorkflowFileError
+from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
@@ -23,6 +22,7 @@ from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
+from n8n_lockkit.workspace import workflow_json
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace
 from n8n_lockkit.workspace.plan import FileChange, Plan
@@ -36,20 +36,9 @@ def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, 
 
 def parse_workflow(workspace: Workspace, path: Path, text: str) -> dict[str, Any]:
     """A workflow file's JSON, or one error that says where it is broken."""
-    try:
-        workflow = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise WorkflowFileError(
-            f"{workspace.relative(path)}: not valid JSON (line {err.lineno}, column {err.colno}: "
-            f"{err.msg})",
-            hint="fix the file (`n8nlock validate` shows where); nothing changed",
-        ) from err
-    if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
-        raise WorkflowFileError(
-            f"{workspace.relative(path)}: not an n8n workflow",
-            hint="export the workflow from n8n as JSON",
-        )
-    return workflow
+    return workflow_json.parse(
+        text, workspace.relative(path), hint="fix the file at that place; nothing changed"
+    )
 
 
 def _require(workspace: Workspace, envs: Sequence[EnvFile], keys: Sequence[str], how: str) -> None:
