@@ -69,7 +69,8 @@ class LockkitGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LockkitError as error:
-            show_error(error)
+            app = ctx.find_object(AppContext)
+            show_error(error, app.output if app is not None else "text")
             ctx.exit(int(error.exit_code))
 
 
