@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from n8n_lockkit.cli import main
 from tests.conftest import Invoke, explain, snapshot
@@ -82,6 +83,16 @@ def primed(workspace: Path, invoke: Invoke) -> Path:
     return workspace
 
 
+def lock_order_update(invoke: Invoke, root: Path, *flags: str) -> Result:
+    return invoke("add-lock-to-workflow", "--workflow-key", "order_update",
+                  "--scope-expression", SCOPE, *flags, cwd=root)  # fmt: skip
+
+
+def guard_order_update(invoke: Invoke, root: Path) -> Result:
+    return invoke("add-dedupe", "--workflow-key", "order_update", "--key-expression",
+                  "={{ $json.body.orderId }}", "--window-seconds", "60", cwd=root)  # fmt: skip
+
+
 def with_error_workflow(root: Path, key: str, error_workflow: str) -> None:
     path = root / "workflows" / f"{key}.template.json"
     workflow = json.loads(path.read_text())
@@ -94,16 +105,7 @@ def test_add_dedupe_on_a_workflow_with_its_own_error_workflow_names_no_lock_on_e
 ) -> None:
     with_error_workflow(primed, "order_update", "alerts123")
     before = snapshot(primed)
-    result = invoke(
-        "add-dedupe",
-        "--workflow-key",
-        "order_update",
-        "--key-expression",
-        "={{ $json.body.orderId }}",
-        "--window-seconds",
-        "60",
-        cwd=primed,
-    )
+    result = guard_order_update(invoke, primed)
     assert result.exit_code == 3, explain(result)
     assert snapshot(primed) == before
     assert result.stderr.splitlines() == [
@@ -119,15 +121,7 @@ def test_add_lock_on_error_with_its_own_error_workflow_offers_both_ways(
     primed: Path, invoke: Invoke
 ) -> None:
     with_error_workflow(primed, "order_update", "alerts123")
-    result = invoke(
-        "add-lock-to-workflow",
-        "--workflow-key",
-        "order_update",
-        "--scope-expression",
-        SCOPE,
-        "--lock-on-error",
-        cwd=primed,
-    )
+    result = lock_order_update(invoke, primed, "--lock-on-error")
     assert result.exit_code == 3, explain(result)
     assert result.stderr.splitlines()[1] == (
         "Hint: drop --lock-on-error (the lock then heals by TTL), or run the cleanup in your "
@@ -165,12 +159,11 @@ def test_an_own_error_workflow_that_runs_the_cleanup_is_kept_by_the_guard(
 ) -> None:
     own_error_workflow(primed, with_cleanup=True)
     with_error_workflow(primed, "order_update", reference)
-    args = ("--key-expression", "={{ $json.body.orderId }}", "--window-seconds", "60")
-    result = invoke("add-dedupe", "--workflow-key", "order_update", *args, cwd=primed)
+    result = guard_order_update(invoke, primed)
     assert result.exit_code == 0, explain(result)
     wrapped = json.loads((primed / "workflows/order_update.template.json").read_text())
     assert wrapped["settings"]["errorWorkflow"] == reference
-    again = invoke("add-dedupe", "--workflow-key", "order_update", *args, cwd=primed)
+    again = guard_order_update(invoke, primed)
     assert again.exit_code == 0, explain(again)
     assert "identical  workflows/order_update.template.json" in again.stderr
 
@@ -180,24 +173,14 @@ def test_an_own_error_workflow_without_the_cleanup_is_still_refused(
 ) -> None:
     own_error_workflow(primed, with_cleanup=False)
     with_error_workflow(primed, "order_update", "alerts123")
-    args = ("--key-expression", "={{ $json.body.orderId }}", "--window-seconds", "60")
-    result = invoke("add-dedupe", "--workflow-key", "order_update", *args, cwd=primed)
+    result = guard_order_update(invoke, primed)
     assert result.exit_code == 3, explain(result)
 
 
 def test_renew_before_a_trigger_says_it_is_a_trigger_and_lists_only_body_nodes(
     primed: Path, invoke: Invoke
 ) -> None:
-    result = invoke(
-        "add-lock-to-workflow",
-        "--workflow-key",
-        "order_update",
-        "--scope-expression",
-        SCOPE,
-        "--renew-before",
-        "Webhook",
-        cwd=primed,
-    )
+    result = lock_order_update(invoke, primed, "--renew-before", "Webhook")
     assert result.exit_code == 3, explain(result)
     error, hint = result.stderr.splitlines()
     assert error == (
@@ -209,16 +192,7 @@ def test_renew_before_a_trigger_says_it_is_a_trigger_and_lists_only_body_nodes(
 
 
 def test_renew_before_an_unknown_node_says_there_is_none(primed: Path, invoke: Invoke) -> None:
-    result = invoke(
-        "add-lock-to-workflow",
-        "--workflow-key",
-        "order_update",
-        "--scope-expression",
-        SCOPE,
-        "--renew-before",
-        "Nope",
-        cwd=primed,
-    )
+    result = lock_order_update(invoke, primed, "--renew-before", "Nope")
     assert result.exit_code == 3, explain(result)
     assert result.stderr.startswith(
         "Error: --renew-before 'Nope': the workflow has no node of that name\n"
@@ -241,18 +215,13 @@ def test_outside_a_workspace_the_hint_names_a_command_line_that_works(
         assert followed.stderr == "0 file(s) checked, 0 problem(s): all good\n"
 
 
-def test_a_key_expression_hint_names_the_option_add_dedupe_has(
+def test_an_empty_key_expression_hint_names_the_option_add_dedupe_has(
     primed: Path, invoke: Invoke
 ) -> None:
-    result = invoke(
-        "add-dedupe",
-        "--workflow-key",
-        "order_update",
-        "--key-expression",
-        "={{ $json.body.orderId ",
-        "--window-seconds",
-        "60",
-        cwd=primed,
-    )
+    result = invoke("add-dedupe", "--workflow-key", "order_update", "--key-expression", "=",
+                    "--window-seconds", "60", cwd=primed)  # fmt: skip
     assert result.exit_code == 3, explain(result)
-    assert "--scope-expression" not in result.stderr
+    assert result.stderr.splitlines() == [
+        "Error: the key expression is empty after '='",
+        "Hint: e.g. --key-expression \"={{ 'order-' + $json.body.id }}\"",
+    ]
