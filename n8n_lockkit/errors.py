@@ -19,7 +19,7 @@ class ExitCode(enum.IntEnum):
     INPUT = 3  # a file, env or argument we were given is wrong or missing
     REMOTE = 4  # the n8n instance refused or could not be reached
     WRITE = 5  # a file could not be written (permissions, read-only, escapes the workspace)
-    DRAIN = 6  # push refused: callers of the lock format before engine v2 still wait
+    DRAIN = 6  # push refused: callers of an older lock format it replaces still hold or wait
     CONFLICT = 7  # pull refused: a local file changed since it was synced, and n8n's differs
 
 

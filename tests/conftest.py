@@ -11,6 +11,7 @@ import responses
 from click.testing import CliRunner, Result
 
 from n8n_lockkit.cli import main
+from tests.hints import untrue_claims
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -54,7 +55,13 @@ def invoke(monkeypatch: pytest.MonkeyPatch) -> Invoke:
     def run(*args: str | Path, cwd: Path | None = None, input: str | None = None) -> Result:
         if cwd is not None:
             monkeypatch.chdir(cwd)
-        return CliRunner().invoke(main, [str(a) for a in args], input=input)
+        argv = [str(a) for a in args]
+        result = CliRunner().invoke(main, argv, input=input)
+        # Every hint any test drives is checked against the command typed.
+        for line in result.stderr.splitlines():
+            if line.startswith("Hint: "):
+                assert untrue_claims(line, argv) == [], explain(result)
+        return result
 
     return run
 

@@ -20,7 +20,7 @@ class Severity(str, enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Finding:
     path: str  # the file, as the user should read it
-    location: str  # a JSONPath inside the file, or "line L, column C" for syntax errors
+    location: str  # a JSONPath inside the file, or "L:C" (line:column) for syntax errors
     rule: str
     severity: Severity
     message: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from n8n_lockkit.check.lintconfig import LintSettings
 from n8n_lockkit.check.rules import RULE_IDS, RULES, Rule, WorkflowContext
 from n8n_lockkit.errors import WorkflowFileError
 from n8n_lockkit.jsonpath import json_path
+from n8n_lockkit.workspace import placeholders, workflow_json
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 _RULE_BY_ID = {rule.id: rule for rule in RULES}
@@ -34,6 +35,27 @@ class Report:
         return not any(f.severity in failing for f in self.findings)
 
 
+@dataclass(frozen=True)
+class WorkspaceView:
+    """What a file's checks see of the other workflow files: a push of the workspace sends
+    them all (so their ids will exist), and what each references."""
+
+    keys: frozenset[str] = frozenset()
+    references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, files: Iterable[Path]) -> WorkspaceView:
+        references = {}
+        for path in files:
+            key = workflow_key(path)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = ""  # check_file reports it
+            references[key] = placeholders.workflow_references(text, key)
+        return cls(frozenset(references), references)
+
+
 def _finding(display: str, where: str, rule_id: str, message: str, hint: str) -> Finding:
     rule = _RULE_BY_ID[rule_id]
     return Finding(display, where, rule.id, rule.severity, message, hint)
@@ -43,7 +65,7 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
     try:
         workflow = json.loads(text)
     except json.JSONDecodeError as err:
-        where = f"line {err.lineno}, column {err.colno}"
+        where = workflow_json.syntax_location(err)  # line:col, shown as file:line:col
         return None, [
             _finding(
                 display,
@@ -59,8 +81,8 @@ def parse_workflow(text: str, display: str) -> tuple[dict[str, Any] | None, list
                 display,
                 "$",
                 "workflow-schema",
-                "a workflow is a JSON object",
-                "export the workflow from n8n, or start from `n8nlock init`",
+                f"the file {workflow_json.problem_of(workflow)}",
+                workflow_json.hint_for(workflow),
             )
         ]
     return workflow, []
@@ -73,9 +95,14 @@ def check_workflow(
     key: str,
     env: Mapping[str, Any] | None = None,
     rules: Iterable[Rule] = RULES,
+    workspace: WorkspaceView | None = None,
 ) -> list[Finding]:
-    """All findings of `rules` for one parsed workflow, whatever its shape."""
-    context = WorkflowContext(key=key, workflow=workflow, env=env)
+    """All findings of `rules` for one parsed workflow, whatever its shape; `workspace`: the
+    other workflow files a push sends with it."""
+    seen = workspace or WorkspaceView()
+    context = WorkflowContext(
+        key=key, workflow=workflow, env=env, pushed=seen.keys, references=seen.references
+    )
     return [
         Finding(display, json_path(p.where), rule.id, rule.severity, p.message, p.hint)
         for rule in rules
@@ -88,6 +115,7 @@ def check_file(
     display: str,
     env: Mapping[str, Any] | None = None,
     enabled: Collection[str] = RULE_IDS,
+    workspace: WorkspaceView | None = None,
 ) -> list[Finding]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -97,7 +125,10 @@ def check_file(
     if workflow is None:
         return [f for f in findings if f.rule in enabled]
     rules = [rule for rule in RULES if rule.id in enabled]
-    return check_workflow(workflow, display=display, key=workflow_key(path), env=env, rules=rules)
+    key = workflow_key(path)
+    return check_workflow(
+        workflow, display=display, key=key, env=env, rules=rules, workspace=workspace
+    )
 
 
 def _expand(workspace: Workspace, paths: Iterable[Path]) -> list[Path]:
@@ -124,10 +155,14 @@ def validate_files(
     """Findings for the given files and folders, or every workflow file of the workspace."""
     settings = settings or LintSettings()
     given = list(paths)
-    files = _expand(workspace, given) if given else workspace.workflow_files()
+    # The workspace's own files first: two of them for one key are an error, named or not.
+    # `push` sends them all, so a reference to one of them needs no id yet.
+    workspace_files = workspace.workflow_files()
+    view = WorkspaceView.of(workspace_files)
+    files = _expand(workspace, given) if given else workspace_files
     enabled = settings.enabled()
     displays = tuple(workspace.relative(p) for p in files)
     findings: list[Finding] = []
     for path, display in zip(files, displays, strict=True):
-        findings.extend(check_file(path, display, env, enabled))
+        findings.extend(check_file(path, display, env, enabled, view))
     return Report(displays, tuple(findings), settings.strict)

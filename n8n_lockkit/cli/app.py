@@ -69,7 +69,8 @@ class LockkitGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LockkitError as error:
-            show_error(error)
+            app = ctx.find_object(AppContext)
+            show_error(error, app.output if app is not None else "text")
             ctx.exit(int(error.exit_code))
 
 
@@ -97,5 +98,30 @@ def main(ctx: click.Context, workspace: Path | None) -> None:
     ctx.obj = AppContext(workspace)
 
 
+# Commands that take no workspace: init creates one (its DIRECTORY), rules lists the rules.
+_NO_WORKSPACE = ("init", "rules")
+
+
+def _workspace_after_command(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> None:
+    if value is not None:
+        ctx.ensure_object(AppContext).workspace_option = value
+
+
+def workspace_option() -> click.Option:
+    """`--workspace PATH` after the command too (`n8nlock validate --workspace PATH`), as
+    users type it: the same folder the group's option names."""
+    return click.Option(
+        ["-w", "--workspace"],
+        type=click.Path(path_type=Path, file_okay=False),
+        expose_value=False,
+        callback=_workspace_after_command,
+        help="Workspace folder, as `n8nlock --workspace PATH COMMAND` takes it.",
+    )
+
+
 for command in COMMANDS:
+    if command.name not in _NO_WORKSPACE:
+        command.params.append(workspace_option())
     main.add_command(command)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from n8n_lockkit.cli.common_options import AppContext, env_option, output_option, pass_app
-from n8n_lockkit.cli.output import show_lines, show_report, warn
+from n8n_lockkit.cli.output import echo_json, show_lines, show_report, warn
 from n8n_lockkit.errors import ExitCode
 
 
@@ -78,13 +78,33 @@ def validate_command(
 
 
 @click.command("rules")
-def rules_command() -> None:
+@output_option()
+def rules_command(fmt: str) -> None:
     """List the rules `n8nlock validate` applies, with their severity.
 
     \b
     Example:
         n8nlock rules
+        n8nlock rules -o json
     """
+    import textwrap
+
     from n8n_lockkit.check.rules import RULES
 
-    show_lines(f"{rule.id:<30} {rule.severity.value:<8} {rule.summary}" for rule in RULES)
+    if fmt == "json":
+        echo_json([{"id": r.id, "severity": r.severity.value, "summary": r.summary} for r in RULES])
+        return
+    indent = " " * (_RULE_COLUMN + _SEVERITY_COLUMN)
+    show_lines(
+        textwrap.fill(
+            f"{rule.id:<{_RULE_COLUMN}}{rule.severity.value:<{_SEVERITY_COLUMN}}{rule.summary}",
+            width=_WIDTH,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+        for rule in RULES
+    )
+
+
+# `n8nlock rules`: the id, the severity, then the summary wrapped under itself.
+_RULE_COLUMN, _SEVERITY_COLUMN, _WIDTH = 30, 9, 100

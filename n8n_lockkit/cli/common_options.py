@@ -36,6 +36,8 @@ class AppContext:
     """What the group's options say, handed to every command (`pass_app`)."""
 
     workspace_option: Path | None
+    # What -o/--output chose: an error is then shown in that form too (cli/app.py).
+    output: str = "text"
 
     def workspace(self) -> Workspace:
         return Workspace.chosen(self.workspace_option)
@@ -96,8 +98,16 @@ def output_option(*formats: str) -> Callable[[F], F]:
         type=click.Choice(formats),
         default="text",
         show_default=True,
+        callback=_remember_output,
         help=", ".join(_FORMAT_HELP[name] for name in formats) + " (on stdout).",
     )
+
+
+def _remember_output(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    app = ctx.find_object(AppContext)
+    if app is not None:
+        app.output = value
+    return value
 
 
 def redis_url_option(help_text: str) -> Callable[[F], F]:
@@ -185,9 +195,13 @@ class OneOf(click.Choice[str]):
 
 
 def apply_plan(workspace: Workspace, change_plan: Plan, *, dry_run: bool, fmt: str) -> None:
-    """Show the plan, then write it (all files or none) unless this is a dry run."""
+    """Show the plan, then write it (all files or none) unless this is a dry run. With -o
+    json the files are written first: a write that fails prints its error as the one JSON
+    document, not after the plan's."""
     from n8n_lockkit.workspace import plan
 
+    if fmt == "json" and not dry_run:
+        plan.apply(change_plan, workspace.root)
     show_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
-    if not dry_run:
+    if fmt != "json" and not dry_run:
         plan.apply(change_plan, workspace.root)

@@ -12,7 +12,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.workspace.layout import WORKFLOW_SUFFIX, Workspace, workflow_key
+from n8n_lockkit.workspace.layout import Workspace
 
 
 def _workspace(ctx: click.Context) -> Workspace | None:
@@ -30,12 +30,13 @@ def _matching(names: list[str], incomplete: str) -> list[CompletionItem]:
 def workflow_keys(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
-    """KEY of every workflows/KEY.template.json."""
+    """The key of every workflow file in workflows/ (docs/concepts.md#workflow-files)."""
     workspace = _workspace(ctx)
-    if workspace is None or not workspace.workflows_dir.is_dir():
-        return []
-    files = workspace.workflows_dir.glob(f"*{WORKFLOW_SUFFIX}")
-    return _matching(sorted(workflow_key(p) for p in files if p.is_file()), incomplete)
+    try:
+        keys = [] if workspace is None else workspace.workflow_keys()
+    except LockkitError:
+        return []  # two files for one key: the command itself says so
+    return _matching(keys, incomplete)
 
 
 def env_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:

@@ -26,7 +26,7 @@ from n8n_lockkit.cli.output import echo_json, progress, show_lines, warn
 from n8n_lockkit.errors import LockkitError
 
 if TYPE_CHECKING:
-    from n8n_lockkit.ops.snapshot import Scan
+    from n8n_lockkit.ops.snapshot import Lane, Scan
     from n8n_lockkit.ops.store import LockStore
     from n8n_lockkit.workspace.envconfig import EnvFile
 
@@ -116,6 +116,8 @@ def pause(seconds: float) -> None:
     help="The lane to free when several lanes of a --max-concurrent scope are held.",
 )
 @redis_options
+@dry_run_option
+@output_option()
 @pass_app
 def release_command(
     app: AppContext,
@@ -125,6 +127,8 @@ def release_command(
     lane: int | None,
     env_name: str | None,
     redis_url: str | None,
+    dry_run: bool,
+    fmt: str,
 ) -> None:
     """Free the lock on SCOPE whatever its holder is doing.
 
@@ -133,31 +137,53 @@ def release_command(
     if the record still names the holder shown; a lock that changed hands meanwhile is left
     alone (exit 4). Counted as force_released in `n8nlock stats`. The holder's execution is
     not stopped. To free only locks whose execution has ended, use `n8nlock reap`.
+    --dry-run shows the holder and what the release would change, and changes nothing
+    (without --force too); -o json prints {dry_run, lock, outcome, message}, outcome being
+    released, dry-run, declined, or released-, withdrawn- or expired-meanwhile.
 
     \b
     Example:
+        n8nlock release order-42 --dry-run
         n8nlock release order-42 --force
-        n8nlock release order-42 --force --yes
+        n8nlock release order-42 --force --yes -o json
         n8nlock release pool --force --lane 2
     """
-    from n8n_lockkit.ops import release, report
+    from n8n_lockkit.ops import locks, release, report
 
-    release.require_force(scope, force)
+    if not dry_run:
+        release.require_force(scope, force)
     env = one_env(app.workspace(), env_name)
+    n8n_url = str(env.data["n8n"]["url"])
     with lock_store(env, redis_url) as store:
         shown = release.inspect(store, scope, lane)
-        show_lines(report.release_lines(shown, str(env.data["n8n"]["url"])))
-        if not yes:
-            if not stdin_is_terminal():
-                release.refuse_unconfirmed()
-            if not click.confirm("Free this lock?", default=False, err=True):
-                click.echo("nothing was changed", err=True)
-                return
-        released = release.force_release(store, shown)
-    if released.done:
+        if fmt != "json":
+            show_lines(report.release_lines(shown, n8n_url))
+        outcome, message = _release(store, shown, dry_run=dry_run, yes=yes)
+    if fmt == "json":
+        lock = locks.lock_as_dict(shown, n8n_url, 0)
+        del lock["waiting"]  # release reads one lane, not the line
+        echo_json({"dry_run": dry_run, "lock": lock, "outcome": outcome, "message": message})
+    elif outcome == "released":
         progress("release", shown.key)
     else:
-        click.echo(f"{released.why_not}: nothing was changed", err=True)
+        click.echo(message, err=True)
+
+
+def _release(store: LockStore, shown: Lane, *, dry_run: bool, yes: bool) -> tuple[str, str]:
+    """Ask (unless --yes), then release: (outcome, what happened)."""
+    from n8n_lockkit.ops import release
+
+    if dry_run:
+        return "dry-run", "dry run, nothing changed: release --force would free this lock"
+    if not yes:
+        if not stdin_is_terminal():
+            release.refuse_unconfirmed()
+        if not click.confirm("Free this lock?", default=False, err=True):
+            return "declined", "nothing was changed"
+    released = release.force_release(store, shown)
+    if released.done:
+        return "released", f"released {shown.key}: the next caller in line enters"
+    return released.outcome, f"{released.why_not}: nothing was changed"
 
 
 @click.command("reap")
@@ -306,7 +332,7 @@ def stats_command(
     "--workflow-key",
     required=True,
     metavar="KEY",
-    help="The workflow add-dedupe guards: workflows/KEY.template.json.",
+    help="The workflow add-dedupe guards: the key of its file in workflows/.",
     shell_complete=workflow_keys,
 )
 @click.option(

@@ -28,16 +28,43 @@ _VERB_COLOURS = {
 }
 
 
-def show_error(error: LockkitError) -> None:
+def show_error(error: LockkitError, fmt: str = "text") -> None:
+    """`Error:` and `Hint:` on stderr; with -o json, one JSON object on stdout instead (where
+    the command's document would have been), docs/exit-codes.md. Called in the group's
+    context, which shares `meta` with the command's."""
+    if fmt == "json" and not _printed_json():
+        echo_json(
+            {
+                "error": {
+                    "message": error.message,
+                    "hint": error.hint,
+                    "exit_code": int(error.exit_code),
+                }
+            }
+        )
+        return
     click.secho("Error: ", fg="red", bold=True, nl=False, err=True)
     click.echo(error.message, err=True)
     if error.hint:
         click.echo(f"Hint: {error.hint}", err=True)
 
 
+_JSON_PRINTED = "n8nlock.json_printed"
+
+
 def echo_json(document: object) -> None:
     """One JSON document on stdout (what -o json prints)."""
     click.echo(json.dumps(document, indent=2))
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.meta[_JSON_PRINTED] = True
+
+
+def _printed_json() -> bool:
+    """Whether this run printed its JSON document already (an error after it, such as push's
+    summary of failed workflows that the document lists, goes to stderr as text then)."""
+    context = click.get_current_context(silent=True)
+    return context is not None and bool(context.meta.get(_JSON_PRINTED))
 
 
 def warn(message: str) -> None:
@@ -123,7 +150,9 @@ def show_report(report: Report, fmt: str) -> None:
         echo_json(document)
         return
     for finding in report.findings:
-        location = click.style(f"{finding.path}::{finding.location}", fg="yellow")
+        # A syntax error's line:col follows the file as editors read it; a JSONPath after ::
+        joint = ":" if finding.rule == "json-syntax" else "::"
+        location = click.style(f"{finding.path}{joint}{finding.location}", fg="yellow")
         severity = click.style(finding.severity.value, fg=_SEVERITY_COLOURS[finding.severity])
         click.echo(f"{location}: {severity}: {finding.message} [{finding.rule}]")
     summary = f"{len(report.files)} file(s) checked, {len(report.findings)} problem(s)"
@@ -188,7 +217,7 @@ _ADDRESS_MISSING = (
 def show_credential(planned: RedisPlan, env_path: str, *, dry_run: bool, fmt: str) -> None:
     """redis-credential's verbs on stderr (or one JSON document on stdout), and its warning."""
     settings = planned.settings
-    warnings = [_ADDRESS_MISSING] if planned.address == "missing" else []
+    warnings = [*planned.warnings, *([_ADDRESS_MISSING] if planned.address == "missing" else [])]
     if fmt == "json":
         credential = {"action": planned.action, "id": planned.credential_id or None}
         echo_json(

@@ -54,15 +54,15 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     help="Stop at the first workflow n8n refuses (default: push the others).",
 )
 @redis_url_option(
-    "Where to check that no caller of the lock format before engine v2 still waits "
-    "(docs/upgrading.md), instead of the env file's redis: record."
+    "Where to check that no caller of an older lock format still holds or waits when the "
+    "push replaces one on n8n (docs/upgrading.md), instead of the env file's redis: record."
 )
 @click.option(
     "--no-drain-check",
     "skip_drain_check",
     is_flag=True,
-    help="Push even while callers of the lock format before engine v2 wait (for when their "
-    "executions are gone, e.g. n8n was restarted).",
+    help="Push without that check (for when no caller of the older format can still run, "
+    "e.g. n8n was restarted).",
 )
 @dry_run_option
 @output_option()
@@ -90,9 +90,10 @@ def push_command(
     Whenever a workflow goes live, the sub-workflows and error workflow it references are
     published first. A workflow n8n refuses does not stop the others (unless --fail-fast);
     those that reference it are skipped. Each failure is shown with n8n's message, and the
-    push then exits 4. While a caller of the lock format before engine v2 still waits (an
-    upgrade in flight), a push of n8nlock's workflows is refused with exit 6 and nothing is
-    sent; it checks where the env's redis: record (or --redis-url) says Redis is.
+    push then exits 4. A push that replaces, on n8n, a lock of an older format than 3 first
+    checks Redis (where the env's redis: record, or --redis-url, says it is) that no caller
+    of that format still holds or waits: while one does, it is refused with exit 6 and
+    nothing is sent (docs/upgrading.md).
 
     \b
     Example:
@@ -105,10 +106,13 @@ def push_command(
 
     workspace = app.workspace()
     env = one_env(workspace, env_name)
+    check = None
     if not skip_drain_check:
         from n8n_lockkit.ops import drain
 
-        drain.check_before_push(workspace, env, keys, redis_url)
+        def check(replaced: push.Replacements) -> None:
+            drain.check_before_push(env, replaced, redis_url)
+
     client = connection.client_for(env)
     pusher = push.Pusher(
         workspace,
@@ -120,6 +124,7 @@ def push_command(
         fail_fast=fail_fast,
         progress=progress,
         save_env=_saver(workspace, env),
+        before_send=check,
     )
     try:
         result = pusher.run(keys)
@@ -210,6 +215,7 @@ def redis_credential(
     env = one_env(workspace, env_name)
     settings = credentials.RedisSettings(host or "", port, database, user, password_env, ssl)
     planned = credentials.plan_redis(env, display_name, settings, link_id=link_id, replace=replace)
+    planned = credentials.check_link(env, planned, connect=connection.client_for)
     if not dry_run:
         planned = credentials.apply_redis(env, planned, connect=connection.client_for)
         if planned.changed:

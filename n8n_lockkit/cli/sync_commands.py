@@ -60,11 +60,13 @@ def pull_command(
     dry_run: bool,
     fmt: str,
 ) -> None:
-    """Write workflows from the env's n8n instance into workflows/<key>.template.json.
+    """Write workflows from the env's n8n instance into the files of their keys in workflows/.
 
     Name workflows by id, by exact name, or by a key the env registers; with none, pull
     every workflow the env registers; --all takes every workflow on the instance. Each key
-    and id is registered in the env file. The file is what you would write: what the API
+    and id is registered in the env file; a workflow without a key gets the one its name
+    gives (as a file name does: docs/concepts.md#workflow-files), and a new file is
+    workflows/<key>.template.json. The file is what you would write: what the API
     adds (the workflow's id, versionId, active, meta, timestamps, tags, pinData, ...) is
     dropped, and the ids of credentials the env names and of workflows it registers become
     {{@:env:...}} placeholders, so the same file pushes to every env. A credential the env

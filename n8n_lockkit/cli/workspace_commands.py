@@ -47,7 +47,10 @@ def init(
 ) -> None:
     """Create a workspace: envs/<env>.yml and workflows/.
 
-    Existing files are kept, so running it again only adds missing envs.
+    Existing files are kept, so running it again only adds missing envs. Put workflows
+    into workflows/ as n8n downloads them (any *.json): a file's key is its name without
+    .template.json or .json, other characters made _ (`My workflow (1).json` is
+    My_workflow_1).
 
     \b
     Example:

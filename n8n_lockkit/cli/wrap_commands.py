@@ -33,7 +33,8 @@ def workflow_key_option(f: F) -> F:
         "--workflow-key",
         required=True,
         metavar="KEY",
-        help="The workflow to change: workflows/KEY.template.json.",
+        help="The workflow to change: the key of its file in workflows/ (orders.json and "
+        "orders.template.json are orders).",
         shell_complete=workflow_keys,
     )(f)
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from n8n_lockkit.errors import ExitCode, LockkitError
 from n8n_lockkit.remote.credentials import RedisSettings
@@ -23,6 +25,12 @@ COMMAND_TIMEOUT_SECONDS = 30.0
 # A key name or value that is not UTF-8 is not n8nlock's; decoding it must not crash a listing.
 # The replaced text never equals the stored bytes, so a compare-and-delete never matches it.
 _DECODE_ERRORS = "replace"
+
+
+def _no_retries() -> Retry:
+    """redis-py asks again 3 times with a growing backoff (3 s and more for a refused
+    connection); each command here is asked once and any failure said at once."""
+    return Retry(NoBackoff(), 0)
 
 
 class NoRedisAddress(LockkitError):
@@ -81,6 +89,7 @@ class RedisTarget:
                     encoding_errors=_DECODE_ERRORS,
                     socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
                     socket_timeout=COMMAND_TIMEOUT_SECONDS,
+                    retry=_no_retries(),
                 )
             except ValueError as err:
                 raise LockkitError(
@@ -100,6 +109,7 @@ class RedisTarget:
             encoding_errors=_DECODE_ERRORS,
             socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
             socket_timeout=COMMAND_TIMEOUT_SECONDS,
+            retry=_no_retries(),
         )
 
 

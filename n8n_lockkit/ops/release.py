@@ -97,6 +97,8 @@ def refuse_unconfirmed() -> None:
 class Released:
     done: bool
     why_not: str  # empty when done
+    # released, or why nothing changed: released-meanwhile, withdrawn-meanwhile, expired-meanwhile
+    outcome: str = "released"
 
 
 # Why nothing changed, by the release script's answer.
@@ -107,13 +109,20 @@ NOT_RELEASED = {
 }
 
 
+_MEANWHILE = {
+    "released": "released-meanwhile",
+    "withdrawn": "withdrawn-meanwhile",
+    "gone": "expired-meanwhile",
+}
+
+
 def force_release(store: LockStore, shown: Lane) -> Released:
     """Release the lane if its record still names the holder shown; count `force_released`."""
     outcome = store.release_if_holder(shown, FORCE_RELEASED)
     if outcome == "done":
         return Released(True, "")
     if outcome in NOT_RELEASED:
-        return Released(False, NOT_RELEASED[outcome])
+        return Released(False, NOT_RELEASED[outcome], _MEANWHILE[outcome])
     raise LockChanged(
         f"lane {shown.lane} of {shown.scope!r} changed hands after it was shown; nothing was "
         "changed",

@@ -31,6 +31,36 @@ LEGACY_FORMAT = 1  # n8nlock's nodes before format stamps
 # out across a stall): a retried write writes the same values, and a retried ticket INCR leaves
 # a ticket that the caller behind skips like a dead waiter's.
 RETRYING_FORMAT = 3
+# The oldest format whose callers the current engine sees as they are, waiting ones included
+# (format 1 is the lock before engine v2, format 2 the first v2). A push that replaces on n8n
+# a workflow of an older format first checks that no caller of that format still holds or
+# waits (ops/drain.py).
+NATIVE_CALLERS_FORMAT = 3
+
+
+# The first format whose keys carry the env's namespace (keyPrefix); older ones write none.
+NAMESPACED_FORMAT = 4
+# `<namespace>n8n-lock-${…}`: how every lock script starts a key (templates/js, keys.py).
+_LOCK_KEY = re.compile(r"([A-Za-z0-9:_-]*)n8n-lock-\$\{")
+
+
+def lock_namespace(workflow: Workflow) -> str | None:
+    """The key namespace a workflow's lock writes in, as n8n holds it (its placeholders
+    resolved): None when it has no lock; "" for a format before namespaces."""
+    found = workflow_format(workflow)
+    if found is None:
+        return None
+    if found < NAMESPACED_FORMAT:
+        return ""
+    match = _LOCK_KEY.search(json.dumps(workflow, ensure_ascii=False))
+    return match.group(1) if match else None
+
+
+def needs_drain(replaced_format: int | None) -> bool:
+    """Whether replacing, on n8n, a workflow of this format needs the drain check first."""
+    return replaced_format is not None and replaced_format < NATIVE_CALLERS_FORMAT
+
+
 MARK = "n8nlock:"
 _NODE_FORMAT = re.compile(r"managed by n8nlock \(format (\d+)\)")
 _PRIMITIVE_STAMP = re.compile(r"\n?primitive: ([a-z_]+), format (\d+), digest ([0-9a-f]+)$")

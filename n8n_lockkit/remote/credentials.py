@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from n8n_lockkit.errors import LockkitError
-from n8n_lockkit.remote.n8n_client import N8nClient
+from n8n_lockkit.errors import LockkitError, RemoteError
+from n8n_lockkit.remote.n8n_client import N8nClient, N8nNotFound
 from n8n_lockkit.workspace.envconfig import EnvFile
 
 # The name the primitives' placeholders give the Redis credential (`credentials.redis.id`);
@@ -113,6 +113,7 @@ class RedisPlan:
     # The `redis:` address record: "record" when it changes, "identical" when the env file
     # already says this, "missing" when nothing says where Redis is (a --link without --host).
     address: str = "identical"
+    warnings: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -136,6 +137,49 @@ def plan_redis(
         return RedisPlan("identical", str(current["id"]), recorded, settings, address)
     settings.password()  # a missing variable stops us before anything is sent
     return RedisPlan("create", "", name, settings, address)
+
+
+def check_link(
+    env: EnvFile, planned: RedisPlan, *, connect: Callable[[EnvFile], N8nClient]
+) -> RedisPlan:
+    """A new --link id must name a Redis credential on the env's n8n: one it does not know
+    stops here. When n8n cannot say (unreachable, no API key, a 1.x without the endpoint), the
+    id is linked as given, with a warning: push then finds out."""
+    if planned.action != "link":
+        return planned
+    given = planned.credential_id
+    try:
+        client = connect(env)
+    except LockkitError as err:
+        return _unchecked(planned, err)
+    try:
+        found = client.get_credential(given)
+    except N8nNotFound as err:
+        raise LockkitError(
+            f"n8n at {client.base_url} has no credential with id {given!r}; nothing was written",
+            hint="copy the id from n8n (open the credential: the address ends in its id), or "
+            "create one with `n8nlock redis-credential --host H`",
+        ) from err
+    except RemoteError as err:
+        return _unchecked(planned, err)
+    finally:
+        client.close()
+    if found.get("type") != REDIS:
+        raise LockkitError(
+            f"credential {given!r} on n8n is {found.get('name')!r} of type "
+            f"{found.get('type')!r}, not a Redis credential; nothing was written",
+            hint="link the id of a Redis credential, or create one with "
+            "`n8nlock redis-credential --host H`",
+        )
+    return planned
+
+
+def _unchecked(planned: RedisPlan, err: LockkitError) -> RedisPlan:
+    warning = (
+        f"credential {planned.credential_id!r} is linked as given, not checked on n8n: "
+        f"{err.message}"
+    )
+    return dataclasses.replace(planned, warnings=(*planned.warnings, warning))
 
 
 def apply_redis(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
+from urllib3.exceptions import NameResolutionError, NewConnectionError
 
 from n8n_lockkit.errors import RemoteError
 
@@ -166,6 +167,16 @@ class N8nClient:
             "GET", f"/credentials/schema/{credential_type}", what=f"{credential_type} schema"
         )
 
+    def get_credential(self, credential_id: str) -> dict[str, Any]:
+        """A credential's id, name and type, never its data (n8n 2.x; 1.x answers 405). Asked
+        once: it only checks what the user gave, and a caller goes on without the answer."""
+        return self._json(
+            "GET",
+            f"/credentials/{credential_id}",
+            what=f"credential with id {credential_id!r}",
+            once=True,
+        )
+
     def create_credential(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._json("POST", "/credentials", json=body, what=f"credential {body['name']!r}")
 
@@ -176,9 +187,12 @@ class N8nClient:
         *,
         what: str,
         refused_hint: str = REFUSED_HINT,
+        once: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        response = self._request(method, path, what=what, refused_hint=refused_hint, **kwargs)
+        response = self._request(
+            method, path, what=what, refused_hint=refused_hint, once=once, **kwargs
+        )
         try:
             body = response.json()
         except ValueError as err:
@@ -191,31 +205,41 @@ class N8nClient:
         return body
 
     def _request(
-        self, method: str, path: str, *, what: str, refused_hint: str, **kwargs: Any
+        self, method: str, path: str, *, what: str, refused_hint: str, once: bool, **kwargs: Any
     ) -> requests.Response:
         url = f"{self.base_url}/api/v1{path}"
         retry_on = POST_RETRY_STATUSES if method == "POST" else RETRY_STATUSES
-        for attempt in range(self._retries + 1):
+        retries = 0 if once else self._retries
+        for attempt in range(retries + 1):
             try:
                 response = self._session.request(
                     method, url, timeout=self._timeout, allow_redirects=False, **kwargs
                 )
             except requests.RequestException as err:
-                if attempt < self._retries and method == "GET":
+                # Nothing listens there, or the name does not resolve: asking again in a few
+                # seconds would only delay the answer. A timeout or a dropped connection may
+                # pass: a GET is asked again.
+                if attempt < retries and method == "GET" and not _no_connection(err):
                     self._sleep(self._backoff * 2**attempt)
                     continue
                 raise RemoteError(
-                    f"cannot reach n8n at {self.base_url} ({type(err).__name__})",
+                    f"cannot reach n8n at {self.base_url} ({_why_unreachable(err)})",
                     hint="is n8n running? check n8n.url in the env file",
                 ) from err
-            if response.status_code in retry_on and attempt < self._retries:
+            if response.status_code in retry_on and attempt < retries:
                 self._sleep(_retry_after(response) or self._backoff * 2**attempt)
                 continue
-            return self._checked(response, method, path, what, refused_hint)
+            return self._checked(response, method, path, what, refused_hint, attempt + 1)
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _checked(
-        self, response: requests.Response, method: str, path: str, what: str, refused_hint: str
+        self,
+        response: requests.Response,
+        method: str,
+        path: str,
+        what: str,
+        refused_hint: str,
+        attempts: int,
     ) -> requests.Response:
         status = response.status_code
         if status < 300:
@@ -237,7 +261,7 @@ class N8nClient:
         if status >= 500 or status == 429:
             raise N8nServerError(
                 f"n8n failed {method} {path} with {status} ({message}) after "
-                f"{self._retries + 1} attempts",
+                f"{attempts} attempt{'s' if attempts > 1 else ''}",
                 hint="the instance is overloaded or broken; try again later",
             )
         raise N8nRejected(
@@ -246,6 +270,28 @@ class N8nClient:
             server_message=message,
             hint=refused_hint,
         )
+
+
+def _reason(err: requests.RequestException) -> object:
+    """What urllib3 says went wrong under a requests error (its MaxRetryError's reason)."""
+    cause = err.args[0] if err.args else None
+    return getattr(cause, "reason", cause)
+
+
+def _no_connection(err: requests.RequestException) -> bool:
+    """The connection was refused or the host name does not resolve."""
+    return isinstance(_reason(err), NewConnectionError)
+
+
+def _why_unreachable(err: requests.RequestException) -> str:
+    reason = _reason(err)
+    if isinstance(reason, NameResolutionError):
+        return "its host name does not resolve"
+    if isinstance(reason, NewConnectionError):
+        return "connection refused" if "refused" in str(reason).lower() else "no connection"
+    if isinstance(err, requests.Timeout):
+        return "no answer in time"
+    return type(err).__name__
 
 
 def _retry_after(response: requests.Response) -> float | None:

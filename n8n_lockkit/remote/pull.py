@@ -1,6 +1,7 @@
 """`n8nlock pull`: write workflows from n8n into the workspace, as a user would have written them.
 
-Each workflow becomes `workflows/<key>.template.json` (see pull_convert for what is dropped and
+Each workflow becomes the file of its key (`workflows/<key>.template.json` when new; see
+docs/concepts.md#workflow-files for the rule, and pull_convert for what is dropped and
 what becomes a placeholder), its key → id goes into the env file, and the sync state records
 the file. A local file is replaced only when it is unchanged since it was last pushed or
 pulled (`.n8nlock/synced.json`), or with `force`: a file that differs both from that and from
@@ -212,7 +213,8 @@ class Puller:
                 raise LockkitError(
                     f"workflow {target.workflow_id} is registered as {key} in "
                     f"envs/{self.env.name}.yml, not as {wanted}",
-                    hint=f"pull it without --key (it goes to workflows/{key}.template.json)",
+                    hint=f"pull it without --key (it goes to "
+                    f"{self.workspace.relative(self.workspace.workflow_path(key))})",
                 )
             if wanted and not key:
                 key = check_name("workflow key", wanted)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ from n8n_lockkit.errors import PlaceholderError
 from n8n_lockkit.remote.push_compare import DEFAULT_SETTINGS, node_matches, setting_matches
 from n8n_lockkit.remote.push_items import SETTINGS_WHEN_NONE
 from n8n_lockkit.workspace import placeholders
-from n8n_lockkit.workspace.layout import NAME_PATTERN
+from n8n_lockkit.workspace.layout import key_of_name
 
 # The top-level fields of a workflow file; n8n adds the others.
 FILE_FIELDS = ("name", "nodes", "connections", "settings")
@@ -245,10 +244,9 @@ def settings_equivalent(local: Any, remote: Any) -> bool:
 
 
 def derive_key(name: str, taken: set[str]) -> str:
-    """A workflow key for a name n8n shows: `Sync Orders (v2)` → `sync_orders_v2`."""
-    base = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "workflow"
-    if not NAME_PATTERN.match(base):
-        base = f"workflow_{base}"
+    """A workflow key for a name n8n shows, by the rule that gives a file's key (so n8n's
+    download `Sync Orders (v2).json` and a pull agree): `Sync Orders (v2)` → `Sync_Orders_v2`."""
+    base = key_of_name(name) or "workflow"
     key, number = base, 2
     while key in taken:
         key, number = f"{base}-{number}", number + 1

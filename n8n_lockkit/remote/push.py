@@ -25,7 +25,14 @@ from n8n_lockkit.remote.n8n_client import (
     N8nServerError,
     WebhookNotLive,
 )
-from n8n_lockkit.remote.push_compare import RUNTIME_FIELDS, draft_pending, holds, is_live
+from n8n_lockkit.remote.push_compare import (
+    RUNTIME_FIELDS,
+    draft_pending,
+    holds,
+    is_live,
+    replaced_lock_format,
+    replaced_namespace,
+)
 from n8n_lockkit.remote.push_items import (
     PushItem,
     activatable,
@@ -100,6 +107,19 @@ class _Target:
         return self.item.key
 
 
+@dataclass(frozen=True)
+class Replacements:
+    """What a push replaces on n8n that the drain check must look at first: locks of a format
+    older than the engine sees natively ((key, format) each), and locks whose key namespace the
+    push changes ((key, old namespace) each)."""
+
+    formats: list[tuple[str, int]] = field(default_factory=list)
+    namespaces: list[tuple[str, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.formats or self.namespaces)
+
+
 class Pusher:
     """Runs one push; `dry_run` follows the same path and sends no write."""
 
@@ -115,10 +135,14 @@ class Pusher:
         progress: Progress,
         save_env: Callable[[], None],
         fail_fast: bool = False,
+        before_send: Callable[[Replacements], None] | None = None,
     ) -> None:
         self.workspace, self.env, self.client = workspace, env, client
         self.activate, self.dry_run, self.recreate_missing = activate, dry_run, recreate_missing
         self.fail_fast = fail_fast
+        # Called, before anything is sent, with what n8n holds that needs the drain check
+        # first: locks of an older format (formats.needs_drain), or of another key namespace.
+        self.before_send = before_send
         self.progress, self.save_env = progress, save_env
         self.ids: dict[str, str] = {}
         self.named = False
@@ -131,12 +155,26 @@ class Pusher:
         preflight(self.workspace, items, self.env.data)
         self.named = bool(keys)
         self.targets = {item.key: self._fetch(item, pushed=True) for item in items}
+        if self.before_send is not None:
+            self.before_send(self._replacing_older_locks(items))
         for item in items:
             self._record(self._next(self.targets[item.key]))
         result = PushResult(list(self.outcomes.values()))
         if not self.dry_run:
             self._remember_synced(result)
         return result
+
+    def _replacing_older_locks(self, items: Sequence[PushItem]) -> Replacements:
+        replaced = Replacements()
+        for item in items:
+            remote = self.targets[item.key].remote
+            found = replaced_lock_format(item.key, item.workflow, remote)
+            if found is not None:
+                replaced.formats.append((item.key, found))
+            moved = replaced_namespace(item.key, item.workflow, remote, self.env.key_prefix)
+            if moved is not None:
+                replaced.namespaces.append((item.key, moved))
+        return replaced
 
     def _remember_synced(self, result: PushResult) -> None:
         """Record each file n8n now holds, so a later pull can tell local edits from n8n's."""

@@ -11,6 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from n8n_lockkit.primitives import formats
+from n8n_lockkit.primitives.catalogue import (
+    ERROR_HANDLER,
+    LOCK_ACQUISITION,
+    LOCK_RELEASE,
+    LOCK_RENEW,
+)
+
 # What n8n itself writes while a workflow runs: a schedule or polling trigger keeps its state
 # in staticData, so an export's `"staticData": null` differs from n8n's copy after the first
 # run. It is sent on create only; an update must not reset the trigger's state.
@@ -124,3 +132,49 @@ def draft_pending(remote: Mapping[str, Any]) -> bool:
     """n8n 2.x: the saved version is not the published one (a refused republish left it)."""
     active_version = remote.get("activeVersionId")
     return bool(active_version) and active_version != remote.get("versionId")
+
+
+_LOCK_PRIMITIVES = frozenset(
+    p.key for p in (LOCK_ACQUISITION, LOCK_RELEASE, LOCK_RENEW, ERROR_HANDLER)
+)
+_LOCK_ROLES = ("lock", "dedupe")
+
+
+def replaced_namespace(
+    key: str, local: Mapping[str, Any], remote: Mapping[str, Any] | None, namespace: str
+) -> str | None:
+    """The key namespace of the lock n8n holds in `remote`, when pushing `local` (whose lock
+    writes in the env's `namespace`) moves it to another one: its callers still running hold
+    and wait in the old namespace, where the new lock does not look. Else None."""
+    if remote is None or formats.workflow_format(dict(local)) is None:
+        return None
+    if not (key in _LOCK_PRIMITIVES or _has_lock_nodes(remote)):
+        return None
+    found = formats.lock_namespace(dict(remote))
+    return found if found is not None and found != namespace else None
+
+
+def _has_lock_nodes(workflow: Mapping[str, Any]) -> bool:
+    return any(
+        (formats.role_of(node) or "").startswith(_LOCK_ROLES)
+        for node in workflow.get("nodes") or []
+        if isinstance(node, Mapping)
+    )
+
+
+def replaced_lock_format(
+    key: str, local: Mapping[str, Any], remote: Mapping[str, Any] | None
+) -> int | None:
+    """The format of the lock n8n holds in `remote`, when pushing `local` replaces it with a
+    lock of a format the engine sees natively and that one is older (the drain check is
+    needed first: formats.needs_drain); else None. A lock primitive on n8n without a stamp
+    was written before format stamps: format 1, or engine v2 before its stamps."""
+    pushed = formats.workflow_format(dict(local))
+    if remote is None or pushed is None or formats.needs_drain(pushed):
+        return None
+    stamp = formats.primitive_stamp(dict(remote))
+    found = stamp[1] if stamp else formats.workflow_format(dict(remote))
+    if found is None and key in _LOCK_PRIMITIVES:
+        found = formats.LEGACY_FORMAT
+    has_lock = key in _LOCK_PRIMITIVES or _has_lock_nodes(remote)
+    return found if has_lock and formats.needs_drain(found) else None

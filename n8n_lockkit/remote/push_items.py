@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit.errors import LockkitError, PlaceholderError, WorkflowFileError
+from n8n_lockkit.errors import LockkitError, PlaceholderError
 from n8n_lockkit.rewrite.graphs import graph
-from n8n_lockkit.workspace import placeholders
+from n8n_lockkit.workspace import placeholders, workflow_json
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 
 # What the public API accepts on create and update; everything else in a file is dropped.
 SENT_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
 # n8n requires settings on create; a file without any is sent with these.
 SETTINGS_WHEN_NONE = {"executionOrder": "v1"}
-_WORKFLOW_REFERENCE = re.compile(r"\{\{@:?env:workflows\.([A-Za-z0-9_-]+)\.id\}\}")
 
 
 @dataclass(frozen=True)
@@ -30,29 +28,23 @@ class PushItem:
 
     @property
     def depends_on(self) -> tuple[str, ...]:
-        keys = dict.fromkeys(_WORKFLOW_REFERENCE.findall(self.text))
-        return tuple(k for k in keys if k != self.key)
+        return placeholders.workflow_references(self.text, self.key)
 
 
 def load_items(workspace: Workspace, keys: Sequence[str]) -> list[PushItem]:
     """The workflow files to push: the named keys, or every file in workflows/."""
-    paths = [workspace.workflow_path(k) for k in keys] if keys else workspace.workflow_files()
+    paths = (
+        [workspace.existing_workflow_path(k) for k in keys] if keys else workspace.workflow_files()
+    )
     items = []
     for path in paths:
         display = workspace.relative(path)
-        if not path.is_file():
-            raise WorkflowFileError(
-                f"{display}: no such workflow file",
-                hint="list the keys in workflows/, or run create-lock first",
-            )
         text = path.read_text(encoding="utf-8")
-        try:
-            workflow = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise WorkflowFileError(
-                f"{display}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})",
-                hint="run `n8nlock validate` and fix the file; nothing was sent",
-            ) from err
+        workflow = workflow_json.parse(
+            text,
+            display,
+            hint="fix the file at that place (`n8nlock validate` checks it); nothing was sent",
+        )
         items.append(PushItem(workflow_key(path), path, text, workflow))
     return items
 
@@ -69,7 +61,7 @@ def order_items(items: Sequence[PushItem]) -> list[PushItem]:
         if state.get(item.key) == "visiting":
             raise LockkitError(
                 f"workflows reference each other in a cycle: {' -> '.join((*trail, item.key))}",
-                hint="break the cycle; n8n needs each id before it is referenced",
+                hint=placeholders.CYCLE_HINT,
             )
         state[item.key] = "visiting"
         for dependency in item.depends_on:
@@ -87,29 +79,11 @@ def preflight(workspace: Workspace, items: Iterable[PushItem], env: Mapping[str,
     """Stop before anything is sent if a placeholder cannot resolve."""
     pushed = {item.key for item in items}
     for item in items:
-        for problem in placeholders.unresolved(item.text, env, require_ids=True):
-            match = re.fullmatch(r"workflows\.([A-Za-z0-9_-]+)\.id", problem.path)
-            if match and match.group(1) in pushed:
-                continue  # its id will exist by the time this workflow is sent
+        for problem in placeholders.push_refusals(item.text, env, pushed):
             raise PlaceholderError(
                 f"{workspace.relative(item.path)}: {{{{@:env:{problem.path}}}}} {problem.reason}",
-                hint=_placeholder_hint(problem.path),
+                hint=placeholders.refusal_hint(problem.path),
             )
-
-
-def _placeholder_hint(path: str) -> str:
-    if path.startswith("credentials.redis."):
-        return "run `n8nlock redis-credential --env …` to create or link the Redis credential"
-    if path.startswith("credentials."):
-        name = path.split(".")[1]
-        return (
-            f"record the credential's id and name on this n8n as credentials.{name}: "
-            "{id: …, name: …} in the env file (`n8nlock pull --record-credentials` records "
-            "the ones a workflow on n8n uses)"
-        )
-    if path.startswith("workflows."):
-        return "push that workflow too (name its key), or fill its id in the env file"
-    return "add the key to the env file; nothing was sent"
 
 
 def request_body(item: PushItem, env: Mapping[str, Any], name: str) -> dict[str, Any]:

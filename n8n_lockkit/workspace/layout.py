@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from n8n_lockkit.errors import EnvError, LockkitError, WorkspaceNotFound
+from n8n_lockkit.errors import EnvError, LockkitError, WorkflowFileError, WorkspaceNotFound
 
 ENVS_DIR = "envs"
 WORKFLOWS_DIR = "workflows"
+# The suffix of the files n8nlock writes; any `*.json` in workflows/ is a workflow file.
 WORKFLOW_SUFFIX = ".template.json"
 # This checkout's own records (what was last pushed and pulled): never committed.
 STATE_DIR = ".n8nlock"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 _HOW_TO_MAKE_ONE = "run `n8nlock init` to create one here, or pass --workspace PATH"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def check_name(kind: str, name: str) -> str:
@@ -48,7 +51,7 @@ def check_key_prefix(prefix: str, where: str) -> str:
 
 @dataclass(frozen=True)
 class Workspace:
-    """A folder holding `envs/<env>.yml` and `workflows/<key>.template.json`."""
+    """A folder holding `envs/<env>.yml` and workflow files in `workflows/` (`*.json`)."""
 
     root: Path
 
@@ -94,12 +97,51 @@ class Workspace:
         return sorted(p.name[: -len(".yml")] for p in self.envs_dir.glob("*.yml") if p.is_file())
 
     def workflow_path(self, key: str) -> Path:
+        """The file of the workflow `key`: the one in workflows/ whose name gives that key,
+        else where a new one goes (`workflows/<key>.template.json`)."""
+        if not NAME_PATTERN.match(key) and (safe := key_of_name(key)):
+            raise LockkitError(
+                f"invalid workflow key {key!r}",
+                hint=f"{KEY_RULE}: use {safe}",
+            )
+        check_name("workflow key", key)
+        return self.workflow_files_by_key().get(key) or self.new_workflow_path(key)
+
+    def existing_workflow_path(self, key: str) -> Path:
+        """The file of the workflow `key`, which must exist."""
+        path = self.workflow_path(key)
+        if not path.is_file():
+            known = ", ".join(self.workflow_keys()) or "none yet"
+            raise WorkflowFileError(
+                f"no workflow {key!r} in {WORKFLOWS_DIR}/",
+                hint=f"workflow keys in this workspace: {known} ({KEY_RULE})",
+            )
+        return path
+
+    def new_workflow_path(self, key: str) -> Path:
         return self.workflows_dir / f"{check_name('workflow key', key)}{WORKFLOW_SUFFIX}"
 
     def workflow_files(self) -> list[Path]:
+        """Every `*.json` under workflows/; two files that give one key are an error."""
+        return sorted(self.workflow_files_by_key().values())
+
+    def workflow_files_by_key(self) -> dict[str, Path]:
         if not self.workflows_dir.is_dir():
-            return []
-        return sorted(p for p in self.workflows_dir.rglob("*.json") if p.is_file())
+            return {}
+        found: dict[str, Path] = {}
+        for path in sorted(p for p in self.workflows_dir.rglob("*.json") if p.is_file()):
+            key = workflow_key(path)
+            if key in found:
+                first, second = self.relative(found[key]), self.relative(path)
+                raise WorkflowFileError(
+                    f"{first} and {second} both give the workflow key {key!r}",
+                    hint=f"keep one of them, delete or rename the other ({KEY_RULE})",
+                )
+            found[key] = path
+        return found
+
+    def workflow_keys(self) -> list[str]:
+        return sorted(self.workflow_files_by_key())
 
     def relative(self, path: Path) -> str:
         """A path as the user should read it: relative to the workspace when inside it."""
@@ -109,10 +151,36 @@ class Workspace:
             return str(path)
 
 
+# The rule, as the hints state it; docs/concepts.md#workflow-files says it in full.
+KEY_RULE = (
+    "a file's key is its name without .template.json or .json, each run of characters other "
+    "than letters, digits, _ and - made one _"
+)
+
+
+def key_of_name(name: str) -> str:
+    """The key a workflow file name (without `.json`) or a workflow's name gives: kept when
+    it is letters, digits, `_` and `-` already; else accents dropped, each run of other
+    characters made one `_`, and `_` and `-` trimmed from the ends ("" when nothing is left).
+
+    Example:
+        >>> key_of_name("orders"), key_of_name("My workflow (1)"), key_of_name("Café-Sync")
+        ('orders', 'My_workflow_1', 'Cafe-Sync')
+    """
+    if NAME_PATTERN.match(name):
+        return name
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return _UNSAFE.sub("_", plain).strip("_-")
+
+
 def workflow_key(path: Path) -> str:
-    """`workflows/orders.template.json` → `orders`."""
-    name = path.name
-    for suffix in (WORKFLOW_SUFFIX, ".json"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+    """The key of a workflow file: `orders.template.json` and `orders.json` → `orders`,
+    `My workflow (1).json` (a name n8n's download gives) → `My_workflow_1`."""
+    stem = path.name.removesuffix(".json").removesuffix(".template")
+    key = key_of_name(stem)
+    if not key:
+        raise WorkflowFileError(
+            f"{path.name}: a workflow file name needs a letter or digit to give its key",
+            hint=f"rename the file ({KEY_RULE})",
+        )
+    return key

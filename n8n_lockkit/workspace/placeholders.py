@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,65 @@ def unresolved(text: str, data: Mapping[str, Any], *, require_ids: bool) -> list
     paths = dict.fromkeys(find_paths(text))
     problems = (check_path(data, path, require_ids=require_ids) for path in paths)
     return [p for p in problems if p is not None]
+
+
+_WORKFLOW_ID = re.compile(r"workflows\.([A-Za-z0-9_-]+)\.id")
+_WORKFLOW_REFERENCE = re.compile(r"\{\{@:?env:workflows\.([A-Za-z0-9_-]+)\.id\}\}")
+CYCLE_HINT = "break the cycle; n8n needs each id before it is referenced"
+
+
+def workflow_references(text: str, key: str) -> tuple[str, ...]:
+    """The other workflows whose ids a workflow's text names, in order: push sends them first."""
+    return tuple(k for k in dict.fromkeys(_WORKFLOW_REFERENCE.findall(text)) if k != key)
+
+
+def cycle_through(references: Mapping[str, Sequence[str]], key: str) -> list[str] | None:
+    """A cycle of references from `key` back to it (`[key, …, key]`), or None."""
+    trail = [key]
+    seen: set[str] = set()
+
+    def walk(current: str) -> bool:
+        for following in references.get(current, ()):
+            if following == key:
+                trail.append(key)
+                return True
+            if following not in seen:
+                seen.add(following)
+                trail.append(following)
+                if walk(following):
+                    return True
+                trail.pop()
+        return False
+
+    return trail if walk(key) else None
+
+
+def push_refusals(text: str, data: Mapping[str, Any], pushed: Collection[str]) -> list[Unresolved]:
+    """What `n8nlock push` refuses in one workflow's text before it sends anything, and
+    `validate --env` reports the same: a placeholder that does not resolve in the env, or
+    names an id n8n has not given yet (an empty credential id). The id of a workflow in
+    `pushed` is no problem: push creates that workflow first."""
+    return [
+        problem
+        for problem in unresolved(text, data, require_ids=True)
+        if not ((match := _WORKFLOW_ID.fullmatch(problem.path)) and match.group(1) in pushed)
+    ]
+
+
+def refusal_hint(path: str) -> str:
+    """What to do about a placeholder push refuses: the same words from push and validate."""
+    if path.startswith("credentials.redis."):
+        return "run `n8nlock redis-credential --env …` to create or link the Redis credential"
+    if path.startswith("credentials."):
+        name = path.split(".")[1]
+        return (
+            f"record the credential's id and name on this n8n as credentials.{name}: "
+            "{id: …, name: …} in the env file (`n8nlock pull --record-credentials` records "
+            "the ones a workflow on n8n uses)"
+        )
+    if path.startswith("workflows."):
+        return "push that workflow too (name its key), or fill its id in the env file"
+    return "add the key to the env file; nothing was sent"
 
 
 def resolve_text(text: str, data: Mapping[str, Any]) -> str:

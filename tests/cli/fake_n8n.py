@@ -38,6 +38,10 @@ class FakeN8n:
         # workflow name -> n8n's message, to refuse creating or publishing that workflow
         self.refuse_create: dict[str, str] = {}
         self.refuse_publish: dict[str, str] = {}
+        # Credentials made in n8n's editor (as if), by id; those POSTed are added.
+        self.credentials: dict[str, dict[str, Any]] = {
+            key: {"id": key, "name": "Redis dev", "type": "redis"} for key in ("c1", "cred-9")
+        }
         api = re.compile(rf"{re.escape(BASE)}/api/v1/.*")
         for method in ("GET", "POST", "PUT"):
             responses.add_callback(method, api, callback=self.handle)
@@ -67,7 +71,15 @@ class FakeN8n:
             return self.create(body or {})
         if method == "POST" and path == "/credentials":
             name = (body or {}).get("name")
-            return self.reply(200, {"id": "cred-1", "name": name, "type": "redis"})
+            self.credentials["cred-1"] = {"id": "cred-1", "name": name, "type": "redis"}
+            return self.reply(200, self.credentials["cred-1"])
+        if method == "GET" and (found := re.fullmatch(r"/credentials/([^/]+)", path)):
+            if self.major == 1:
+                return self.reply(405, {"message": "GET method not allowed"})
+            credential = self.credentials.get(found.group(1))
+            return self.reply(
+                *((200, credential) if credential else (404, {"message": "Not Found"}))
+            )
         if method == "GET" and path == "/credentials/schema/redis":
             props = {"host": {"type": "string"}, "port": {"type": "number"}}
             return self.reply(200, {"properties": props, "required": []})

@@ -185,7 +185,7 @@ def test_malformed_workflow_json_changes_nothing(locked: Path, invoke: Invoke) -
     before = snapshot(locked)
     result = add_rate_limit(invoke, locked, "code_heavy", "x")
     assert result.exit_code == 3, explain(result)
-    assert "not valid JSON (line 1" in result.stderr
+    assert "workflows/code_heavy.template.json:1:12: not valid JSON" in result.stderr
     assert snapshot(locked) == before
 
 

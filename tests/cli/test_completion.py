@@ -38,10 +38,12 @@ ENV_COMMANDS = [name for name in _taking("--env") if name != "init"]
 
 @pytest.fixture
 def keyed(workspace: Path, invoke: Invoke) -> Path:
-    """A workspace with workflows orders, order_sync and invoices, and envs dev and prod."""
+    """A workspace with workflows orders, order_sync, invoices and Sync_1, and envs dev and
+    prod."""
     for key in ("orders", "order_sync", "invoices"):
         (workspace / "workflows" / f"{key}.template.json").write_text("{}")
-    (workspace / "workflows" / "notes.json").write_text("{}")  # not a workflow template
+    # as n8n names a download: its key is Sync_1 (docs/concepts.md#workflow-files)
+    (workspace / "workflows" / "Sync (1).json").write_text("{}")
     result = invoke("init", workspace, "--env", "prod")
     assert result.exit_code == 0, explain(result)
     return workspace
@@ -75,10 +77,11 @@ def complete(monkeypatch: pytest.MonkeyPatch) -> Complete:
 
 
 @pytest.mark.parametrize("command", _taking("--workflow-key"))
-def test_workflow_key_completes_the_workspace_templates(
+def test_workflow_key_completes_the_key_of_every_workflow_file(
     keyed: Path, command: str, complete: Complete
 ) -> None:
     assert complete(f"n8nlock {command} --workflow-key ", keyed) == [
+        "Sync_1",
         "invoices",
         "order_sync",
         "orders",

@@ -90,3 +90,73 @@ def test_relative_links_resolve(page: Path) -> None:
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
         if "://" not in target:
             assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+
+
+DOC_PAGES = sorted(
+    [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *SKILLS],
+    key=lambda p: str(p),
+)
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+_INLINE = re.compile(r"`(n8nlock [^`]+)`")
+# A synopsis (`[--env E]`, `KEY|ID`, `…`, an upper-case placeholder, a shell variable) shows
+# options; a command line is also run through the parser.
+_SYNOPSIS = re.compile(r"[\[\]|…<>$]|\.\.\.|(?<![\w-])[A-Z][A-Z_]*(?![\w-])")
+
+
+def command_lines(text: str) -> list[str]:
+    """Every `n8nlock …` command line of a page: in code blocks (a trailing backslash joins
+    the next line; a `$ ` prompt is dropped) and in inline code."""
+    found = []
+    for block in _FENCE.findall(text):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for raw in joined.splitlines():
+            if len(raw) - len(raw.lstrip()) >= 10:
+                continue  # an option's help, wrapped, in docs/reference/cli.md
+            line = raw.strip().removeprefix("$ ").split(" #")[0].strip()
+            if line.startswith("n8nlock ") or line == "n8nlock":
+                found.append(line)
+    return found + _INLINE.findall(_FENCE.sub("", text))
+
+
+DOC_LINES = [
+    (page.relative_to(ROOT).as_posix(), line)
+    for page in DOC_PAGES
+    for line in dict.fromkeys(command_lines(page.read_text()))
+]
+
+
+def test_the_docs_have_command_lines_to_check() -> None:
+    assert len(DOC_LINES) > 100
+
+
+@pytest.mark.parametrize(
+    ("page", "line"), DOC_LINES, ids=[f"{page}: {line}" for page, line in DOC_LINES]
+)
+def test_every_command_line_in_the_docs_names_a_command_and_its_options(
+    page: str, line: str
+) -> None:
+    from tests.hints import untrue_claims
+
+    assert untrue_claims(f"`{line}`", []) == []
+
+
+RUNNABLE = [(page, line) for page, line in DOC_LINES if not _SYNOPSIS.search(line)]
+
+
+@pytest.mark.parametrize(
+    ("page", "line"), RUNNABLE, ids=[f"{page}: {line}" for page, line in RUNNABLE]
+)
+def test_every_command_line_in_the_docs_parses(page: str, line: str) -> None:
+    import shlex
+
+    from tests.hints import command_named
+
+    words = shlex.split(line)[1:]
+    command, rest = command_named(words)
+    if command is None or not rest:
+        return  # the group's own options (`n8nlock --version`), or a command named in prose
+    with main.make_context("n8nlock", list(words), resilient_parsing=True) as group:
+        try:
+            command.make_context(command.name, rest, parent=group)
+        except click.UsageError as err:
+            pytest.fail(f"{page}: `{line}`: {err.format_message()}")

@@ -380,6 +380,42 @@ def test_release_yes_shows_releases_counts_and_a_second_run_finds_nothing(
     assert redis_client.get("n8n-lock-order-1:served:0") == "4"
 
 
+def test_release_dry_run_shows_the_holder_and_changes_nothing_without_force_too(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    hold(redis_client, "order-1", ticket=4)
+    before = {key: redis_client.get(key) for key in redis_client.keys("*")}
+    result = invoke("release", "order-1", "--dry-run", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    assert "lock on scope 'order-1':" in result.stdout
+    assert result.stderr == "dry run, nothing changed: release --force would free this lock\n"
+    assert {key: redis_client.get(key) for key in redis_client.keys("*")} == before
+
+
+def test_release_as_json_says_what_it_freed_and_what_a_dry_run_would(
+    ws: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    held = hold(redis_client, "order-1", ticket=4)
+    planned = invoke("release", "order-1", "--force", "--dry-run", "-o", "json", cwd=ws)
+    assert planned.exit_code == 0, explain(planned)
+    result = invoke("release", "order-1", "--force", "--yes", "-o", "json", cwd=ws)
+    assert result.exit_code == 0, explain(result)
+    done = json.loads(result.stdout)
+    assert done["dry_run"] is False and done["outcome"] == "released"
+    assert done["lock"]["scope"] == "order-1" and done["lock"]["ticket"] == 4
+    assert done["lock"]["holder"]["lock_id"] == held["lock_id"]
+    shown = json.loads(planned.stdout)
+    for document in (shown, done):  # read at two moments
+        del document["lock"]["age_seconds"], document["lock"]["ttl_seconds"]
+    assert shown == {
+        **done,
+        "dry_run": True,
+        "outcome": "dry-run",
+        "message": "dry run, nothing changed: release --force would free this lock",
+    }
+    assert result.stderr == ""
+
+
 def test_release_of_a_semaphore_needs_the_lane_when_several_are_held(
     ws: Path, invoke: Invoke, redis_client: redis.Redis
 ) -> None:

@@ -166,6 +166,10 @@ def ci_repo(tmp_path: Path, wheel_venv: Path) -> Path:
     ok(run([wheel_venv / "n8nlock", "init", "repo"], cwd=tmp_path))
     repo = tmp_path / "repo"
     shutil.copy(CORPUS / "order_update.template.json", repo / "workflows" / "orders.template.json")
+    # The credential the workflow uses is recorded, as `redis-credential` does: else `validate
+    # --env dev` fails where `push --env dev` would refuse.
+    env = repo / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace('redis: {id: "", name: ""}', "redis: {id: c1, name: R}"))
     return repo
 
 

@@ -110,7 +110,7 @@ def test_pull_by_name_writes_the_file_with_placeholders_and_registers_the_key(
     workflow_id = editor_workflow(fake, ready)
     result = invoke("pull", "Sync Orders", cwd=ready)
     assert result.exit_code == 0, explain(result)
-    pulled = read(ready, "sync_orders")
+    pulled = read(ready, "Sync_Orders")
     assert list(pulled) == ["name", "nodes", "connections", "settings"]
     assert not set(API_FIELDS) & set(pulled)
     assert pulled["settings"]["errorWorkflow"] == (
@@ -126,8 +126,8 @@ def test_pull_by_name_writes_the_file_with_placeholders_and_registers_the_key(
         }
     }
     assert pulled["nodes"][0]["id"] == f"{workflow_id}-node-0"  # n8n keys state on node ids
-    assert env_data(ready)["workflows"]["sync_orders"] == {"id": workflow_id, "name": "Sync Orders"}
-    assert "create  workflows/sync_orders.template.json" in result.stderr
+    assert env_data(ready)["workflows"]["Sync_Orders"] == {"id": workflow_id, "name": "Sync Orders"}
+    assert "create  workflows/Sync_Orders.template.json" in result.stderr
     assert "1 workflow(s): 1 create" in result.stderr
 
 
@@ -181,13 +181,13 @@ def test_a_change_made_in_n8n_replaces_only_the_node_it_touched(
     assert invoke("pull", "Sync Orders", cwd=ready).exit_code == 0
     fake.workflows[workflow_id]["nodes"][2]["parameters"]["key"] = "orders-v2"
     fake.workflows[workflow_id]["nodes"][0]["disabled"] = True  # added, not changed
-    result = invoke("pull", "sync_orders", cwd=ready)
+    result = invoke("pull", "Sync_Orders", cwd=ready)
     assert result.exit_code == 0, explain(result)
-    pulled = read(ready, "sync_orders")
+    pulled = read(ready, "Sync_Orders")
     assert pulled["nodes"][2]["parameters"]["key"] == "orders-v2"
     assert pulled["nodes"][2]["credentials"]["redis"]["id"] == "{{@:env:credentials.redis.id}}"
     assert pulled["nodes"][0]["disabled"] is True
-    assert "update  workflows/sync_orders.template.json" in result.stderr
+    assert "update  workflows/Sync_Orders.template.json" in result.stderr
 
 
 def test_dry_run_writes_nothing_and_json_says_what_would_happen(
@@ -201,16 +201,16 @@ def test_dry_run_writes_nothing_and_json_says_what_would_happen(
     document = json.loads(result.stdout)
     assert document["workflows"] == [
         {
-            "key": "sync_orders",
+            "key": "Sync_Orders",
             "id": workflow_id,
             "name": "Sync Orders",
             "action": "create",
-            "path": "workflows/sync_orders.template.json",
+            "path": "workflows/Sync_Orders.template.json",
             "forced": False,
         }
     ]
     assert {c["path"]: c["action"] for c in document["changes"]} == {
-        "workflows/sync_orders.template.json": "create",
+        "workflows/Sync_Orders.template.json": "create",
         "envs/dev.yml": "update",
         ".n8nlock/synced.json": "update",
     }
@@ -239,11 +239,11 @@ def test_all_follows_pages_skips_archived_and_links_what_it_pulls(
         "lock_acquisition",
         "lock_release",
         "error_handler_lock_cleanup",
-        "child",
-        "parent",
+        "Child",
+        "Parent",
     }
-    reference = read(ready, "parent")["nodes"][0]["parameters"]["workflowId"]
-    assert reference == "{{@:env:workflows.child.id}}"
+    reference = read(ready, "Parent")["nodes"][0]["parameters"]["workflowId"]
+    assert reference == "{{@:env:workflows.Child.id}}"
     assert "3 identical" in result.stderr and "2 create" in result.stderr
 
 
@@ -260,12 +260,12 @@ def test_pull_in_a_second_env_resolves_the_same_file(
     env.record_credential("redis", "cred-prod", "Redis prod")
     prod.write_text(env.document.dumps())
     assert invoke("push", "--env", "prod", cwd=ready).exit_code == 0
-    assert ids(ready, "prod")["sync_orders"] != ids(ready)["sync_orders"]
+    assert ids(ready, "prod")["Sync_Orders"] != ids(ready)["Sync_Orders"]
     before = snapshot(ready / "workflows")
     result = invoke("pull", "--env", "prod", cwd=ready)
     assert result.exit_code == 0, explain(result)
     assert snapshot(ready / "workflows") == before
-    prod_copy = fake.workflows[ids(ready, "prod")["sync_orders"]]
+    prod_copy = fake.workflows[ids(ready, "prod")["Sync_Orders"]]
     assert prod_copy["nodes"][2]["credentials"]["redis"]["id"] == "cred-prod"
 
 
@@ -277,11 +277,11 @@ def test_a_file_changed_here_and_on_n8n_is_kept_unless_force(
 ) -> None:
     workflow_id = editor_workflow(fake, ready)
     assert invoke("pull", "Sync Orders", cwd=ready).exit_code == 0
-    path = ready / "workflows" / "sync_orders.template.json"
+    path = ready / "workflows" / "Sync_Orders.template.json"
     path.write_text(path.read_text().replace('"orders"', '"orders-local"'))
     fake.workflows[workflow_id]["nodes"][2]["parameters"]["key"] = "orders-remote"
     assert refused(ready, invoke, 7, "pull") == [
-        "Error: workflows/sync_orders.template.json: changed here since the last push or "
+        "Error: workflows/Sync_Orders.template.json: changed here since the last push or "
         "pull to dev, and n8n holds something else; nothing was written",
         "Hint: see what differs with `n8nlock diff --env dev`; push your changes, or pull "
         "again with --force to replace them with n8n's version",
@@ -289,7 +289,7 @@ def test_a_file_changed_here_and_on_n8n_is_kept_unless_force(
     forced = invoke("pull", "--force", cwd=ready)
     assert forced.exit_code == 0, explain(forced)
     assert "local changes replaced (--force)" in forced.stderr
-    assert read(ready, "sync_orders")["nodes"][2]["parameters"]["key"] == "orders-remote"
+    assert read(ready, "Sync_Orders")["nodes"][2]["parameters"]["key"] == "orders-remote"
 
 
 def test_a_file_nobody_pushed_from_here_is_kept_when_it_differs(
@@ -310,7 +310,7 @@ def test_a_credential_the_env_does_not_name_stops_the_pull_and_says_how_to_recor
     fake.add({"name": "Notify", "nodes": [slack], "connections": {}, "settings": {}})
     assert refused(ready, invoke, 3, "pull", "Notify") == [
         "Error: envs/dev.yml does not name 1 credential(s) these workflows use: slackApi "
-        "'Slack team' (id cred-slack, in notify)",
+        "'Slack team' (id cred-slack, in Notify)",
         "Hint: record them (as credentials.<type>) and pull again: "
         "`n8nlock pull --env dev Notify --record-credentials`",
     ]
@@ -320,7 +320,7 @@ def test_a_credential_the_env_does_not_name_stops_the_pull_and_says_how_to_recor
         recorded.stderr
     )
     assert env_data(ready)["credentials"]["slackApi"] == {"id": "cred-slack", "name": "Slack team"}
-    assert read(ready, "notify")["nodes"][0]["credentials"]["slackApi"]["id"] == (
+    assert read(ready, "Notify")["nodes"][0]["credentials"]["slackApi"]["id"] == (
         "{{@:env:credentials.slackApi.id}}"
     )
     assert invoke("validate", "--env", "dev", cwd=ready).exit_code == 0
@@ -417,14 +417,14 @@ def test_a_call_of_a_workflow_the_env_does_not_register_is_pulled_with_a_warning
     fake.add({"name": "Parent", "nodes": [call], "connections": {}, "settings": {}})
     result = invoke("pull", "Parent", cwd=ready)
     assert result.exit_code == 0, explain(result)
-    assert read(ready, "parent")["nodes"][0]["parameters"]["workflowId"] == child
+    assert read(ready, "Parent")["nodes"][0]["parameters"]["workflowId"] == child
     assert (
-        f"Warning: parent: node 'Run child' calls workflow {child}, which envs/dev.yml does not "
+        f"Warning: Parent: node 'Run child' calls workflow {child}, which envs/dev.yml does not "
         "register: pull that workflow too, or the file works on this instance only"
     ) in result.stderr
     assert invoke("pull", "Child", cwd=ready).exit_code == 0
     again = invoke("pull", "Parent", cwd=ready)  # unchanged here since the last pull
     assert "Warning" not in again.stderr
-    assert read(ready, "parent")["nodes"][0]["parameters"]["workflowId"] == (
-        "{{@:env:workflows.child.id}}"
+    assert read(ready, "Parent")["nodes"][0]["parameters"]["workflowId"] == (
+        "{{@:env:workflows.Child.id}}"
     )

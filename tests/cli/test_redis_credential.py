@@ -99,7 +99,7 @@ def test_a_link_under_another_name_records_the_name(
     assert result.exit_code == 0, explain(result)
     assert "link  credentials.redis = c1 in envs/dev.yml" in result.stderr
     assert 'redis: {id: "c1", name: "Redis"}' in env.read_text()
-    assert fake.calls == []
+    assert fake.writes == []  # the id is checked (a GET), nothing is created
 
 
 def test_a_link_without_a_host_warns_in_json_too(
@@ -111,3 +111,52 @@ def test_a_link_without_a_host_warns_in_json_too(
     assert document["address"] == {"action": "missing", "redis": None}
     assert document["warnings"][0].startswith("where Redis is was not recorded")
     assert "Warning: where Redis is was not recorded" in result.stderr
+
+
+def test_link_refuses_an_id_n8n_does_not_have_and_writes_nothing(
+    workspace: Path, env: Path, invoke: Invoke, fake: FakeN8n
+) -> None:
+    before = snapshot(workspace)
+    result = invoke("redis-credential", "--link", "typo1", "--host", "redis", cwd=workspace)
+    assert result.exit_code == 3, explain(result)
+    assert snapshot(workspace) == before
+    assert result.stderr.splitlines() == [
+        f"Error: n8n at {BASE} has no credential with id 'typo1'; nothing was written",
+        "Hint: copy the id from n8n (open the credential: the address ends in its id), or "
+        "create one with `n8nlock redis-credential --host H`",
+    ]
+
+
+def test_link_refuses_a_credential_that_is_not_a_redis_one(
+    workspace: Path, env: Path, invoke: Invoke, fake: FakeN8n
+) -> None:
+    fake.credentials["slack1"] = {"id": "slack1", "name": "Slack team", "type": "slackApi"}
+    result = invoke("redis-credential", "--link", "slack1", "--dry-run", cwd=workspace)
+    assert result.exit_code == 3, explain(result)
+    assert result.stderr.startswith(
+        "Error: credential 'slack1' on n8n is 'Slack team' of type 'slackApi', not a Redis "
+        "credential; nothing was written\n"
+    )
+
+
+def test_link_checks_the_id_on_n8n_before_it_records_it(
+    workspace: Path, env: Path, invoke: Invoke, fake: FakeN8n
+) -> None:
+    result = invoke(*LINK, cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert ("GET", "/credentials/c1") in fake.calls
+    assert "Warning" not in result.stderr
+
+
+@pytest.mark.parametrize("reachable", [True, False], ids=["n8n 1.x", "n8n unreachable"])
+def test_link_without_an_answer_from_n8n_links_as_given_with_a_warning(
+    workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, reachable: bool
+) -> None:
+    if reachable:
+        FakeN8n(major=1)  # answers 405: 1.x has no GET /credentials/{id}
+        point_at(workspace, BASE, monkeypatch)
+    result = invoke(*LINK, cwd=workspace)
+    assert result.exit_code == 0, explain(result)
+    assert 'redis: {id: "c1", name: "Redis dev"}' in (workspace / "envs/dev.yml").read_text()
+    warning = next(line for line in result.stderr.splitlines() if line.startswith("Warning:"))
+    assert warning.startswith("Warning: credential 'c1' is linked as given, not checked on n8n: ")

@@ -269,15 +269,51 @@ def test_a_schema_problem_is_reported_with_the_other_rules(workspace: Path, invo
     assert "$.connections: error: expected object, found null" in result.stdout
 
 
-def test_malformed_json_is_a_finding_with_line_and_column(workspace: Path, invoke: Invoke) -> None:
+def test_malformed_json_is_located_as_file_line_col_as_editors_read_it(
+    workspace: Path, invoke: Invoke
+) -> None:
     (workspace / "workflows" / "broken.json").write_text('{"name": "x",\n  "nodes": [}\n')
     result = invoke("validate", cwd=workspace)
     assert result.exit_code == 1, explain(result)
     assert result.stdout == (
-        "workflows/broken.json::line 2, column 13: error: not valid JSON: Expecting value "
-        "[json-syntax]\n"
+        "workflows/broken.json:2:13: error: not valid JSON: Expecting value [json-syntax]\n"
     )
     assert "Traceback" not in result.output
+    document = json.loads(invoke("validate", "-o", "json", cwd=workspace).stdout)
+    assert document["findings"][0]["location"] == "2:13"
+    wrapped = invoke("add-lock-to-workflow", "--workflow-key", "broken", "--scope-expression",
+                     "orders", cwd=workspace)  # fmt: skip
+    assert wrapped.exit_code == 3, explain(wrapped)
+    assert wrapped.stderr.splitlines()[0] == (
+        "Error: workflows/broken.json:2:13: not valid JSON: Expecting value"
+    )
+
+
+def test_a_file_holding_a_list_of_workflows_says_so_and_how_to_split_it(
+    workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = {"name": "a", "nodes": [], "connections": {}}
+    (workspace / "workflows" / "export.json").write_text(json.dumps([one, {**one, "name": "b"}]))
+    split = (
+        "n8nlock takes one workflow per file: export them one file each (`n8n export:workflow "
+        "--all --separate --output=workflows/`), or split the list into one file per workflow"
+    )
+    result = invoke("validate", "-o", "json", cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    [finding] = json.loads(result.stdout)["findings"]
+    assert finding["message"] == "the file holds a list of 2 workflows, not one workflow"
+    assert finding["hint"] == split
+    key = ("--key-expression", "={{ $json.id }}", "--window-seconds", "60")
+    wrapped = invoke("add-dedupe", "--workflow-key", "export", *key, cwd=workspace)
+    assert wrapped.exit_code == 3, explain(wrapped)
+    assert wrapped.stderr.splitlines() == [
+        "Error: workflows/export.json holds a list of 2 workflows, not one workflow",
+        f"Hint: {split}",
+    ]
+    monkeypatch.setenv("N8N_API_KEY", "not used: push refuses before it sends")
+    pushed = invoke("push", "--dry-run", cwd=workspace)
+    assert pushed.exit_code == 3, explain(pushed)
+    assert pushed.stderr.splitlines()[0] == wrapped.stderr.splitlines()[0]
 
 
 def test_a_missing_path_is_an_input_error(workspace: Path, invoke: Invoke) -> None:
@@ -286,10 +322,17 @@ def test_a_missing_path_is_an_input_error(workspace: Path, invoke: Invoke) -> No
     assert "Error: workflows/nope.json: no such file or folder" in result.stderr
 
 
+def linked(workspace: Path) -> Path:
+    """The dev env with the Redis credential linked (as `redis-credential --link` records it)."""
+    env = workspace / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace('redis: {id: "", name: ""}', "redis: {id: c1, name: R}"))
+    return env
+
+
 def test_with_env_every_placeholder_must_resolve(locked_workspace: Path, invoke: Invoke) -> None:
+    env = linked(locked_workspace)
     assert invoke("validate", "--env", "dev", cwd=locked_workspace).exit_code == 0
-    env = locked_workspace / "envs" / "dev.yml"
-    env.write_text(env.read_text().replace('  redis: {id: "", name: ""}', "  other: {}"))
+    env.write_text(env.read_text().replace("  redis: {id: c1, name: R}", "  other: {}"))
     result = invoke("validate", "--env", "dev", cwd=locked_workspace)
     assert result.exit_code == 1, explain(result)
     assert "error: {{@:env:credentials.redis.id}} not found in the env file" in result.stdout
@@ -309,7 +352,100 @@ def test_an_empty_workspace_is_clean(workspace: Path, invoke: Invoke) -> None:
 def test_rules_lists_every_rule_with_its_severity(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("rules", cwd=tmp_path)
     assert result.exit_code == 0, explain(result)
-    lines = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()}
+    lines = {
+        line.split()[0]: line.split()[1]
+        for line in result.stdout.splitlines()
+        if not line.startswith(" ")  # a summary's wrapped rest
+    }
     assert lines["primitive-marker-forbidden"] == "error"
     assert lines["code-sandbox"] == "warning"
     assert lines["api-settings-values"] == "error"
+
+
+def test_validate_with_env_fails_where_push_refuses_an_empty_credential_id(
+    locked_workspace: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`init` leaves credentials.redis.id empty: push refuses it before it sends anything, so
+    the CI gate `validate --env` says the same, offline."""
+    result = invoke("validate", "--env", "dev", "-o", "json", cwd=locked_workspace)
+    assert result.exit_code == 1, explain(result)
+    found = [
+        f
+        for f in json.loads(result.stdout)["findings"]
+        if f["path"].endswith("/lock_acquisition.template.json")
+    ]
+    assert found[0]["message"] == (
+        "{{@:env:credentials.redis.id}} is empty: the workflow or credential is not on n8n yet"
+    )
+    assert found[0]["hint"] == (
+        "run `n8nlock redis-credential --env …` to create or link the Redis credential"
+    )
+    monkeypatch.setenv("N8N_API_KEY", "not used: push refuses before it sends")
+    pushed = invoke("push", "--env", "dev", "--dry-run", "lock_acquisition", cwd=locked_workspace)
+    assert pushed.exit_code == 3, explain(pushed)
+    assert pushed.stderr.splitlines() == [
+        f"Error: workflows/lock_acquisition.template.json: {found[0]['message']}",
+        f"Hint: {found[0]['hint']}",
+    ]
+
+
+def test_validate_with_env_accepts_ids_that_push_mints_first_and_refuses_the_others(
+    locked_workspace: Path, invoke: Invoke
+) -> None:
+    linked(locked_workspace)
+    caller = json.loads((FIXTURES / "env-placeholder-resolves" / "good.json").read_text())
+    (locked_workspace / "workflows" / "caller.json").write_text(json.dumps(caller))
+    # lock_acquisition has no id yet, but it is a file of this workspace: push creates it first
+    result = invoke("validate", "--env", "dev", cwd=locked_workspace)
+    assert result.exit_code == 0, explain(result)
+    (locked_workspace / "workflows" / "lock_acquisition.template.json").unlink()
+    result = invoke("validate", "--env", "dev", cwd=locked_workspace)
+    assert result.exit_code == 1, explain(result)
+    assert "{{@:env:workflows.lock_acquisition.id}} is empty: the workflow or" in result.stdout
+
+
+def test_validate_finds_the_reference_cycle_push_refuses(workspace: Path, invoke: Invoke) -> None:
+    def calling(other: str) -> dict[str, object]:
+        call = {
+            "name": "Call",
+            "type": "n8n-nodes-base.executeWorkflow",
+            "typeVersion": 1,
+            "position": [200, 0],
+            "parameters": {"workflowId": f"{{{{@:env:workflows.{other}.id}}}}"},
+        }
+        return {"name": other, "nodes": [call], "connections": {}}
+
+    (workspace / "workflows" / "a.json").write_text(json.dumps(calling("b")))
+    (workspace / "workflows" / "b.json").write_text(json.dumps(calling("a")))
+    result = invoke("validate", cwd=workspace)
+    assert result.exit_code == 1, explain(result)
+    assert (
+        "workflows/a.json::$: error: workflows reference each other in a cycle: a -> b -> a "
+        "[workflow-reference-cycle]"
+    ) in result.stdout.splitlines()
+
+
+def test_rules_shows_every_summary_whole(invoke: Invoke) -> None:
+    from n8n_lockkit.check.rules import RULES
+
+    result = invoke("rules")
+    assert result.exit_code == 0, explain(result)
+    shown = " ".join(result.stdout.split())
+    for rule in RULES:
+        assert rule.summary.endswith((".", ")")), f"{rule.id}: {rule.summary!r} is cut"
+        assert f"{rule.id} {rule.severity.value} {rule.summary}" in shown
+    rate = RULES[[r.id for r in RULES].index("rate-engine-current")]
+    assert rate.summary.endswith("do not share one budget on a scope.")
+
+
+def test_rules_as_json(invoke: Invoke) -> None:
+    result = invoke("rules", "-o", "json")
+    assert result.exit_code == 0, explain(result)
+    document = json.loads(result.stdout)
+    assert document[0] == {
+        "id": "json-syntax",
+        "severity": "error",
+        "summary": "The file is JSON (checked as it is read: a file that is not reaches no other "
+        "rule).",
+    }
+    assert {"lock-redis-once", "workflow-reference-cycle"} <= {rule["id"] for rule in document}

@@ -139,10 +139,42 @@ def test_push_refuses_while_an_old_form_caller_waits_and_goes_once_it_is_served(
             main, ["--workspace", str(legacy.root), "push", "--env", "e2e"]
         )
         assert refused.exit_code == 6, refused.output
-        assert f"still wait on {scope} (1)" in refused.output
+        assert f"{scope}: 1 caller(s) of format 1 waiting" in refused.output
         assert "nothing was sent" in refused.output
         assert [status for status, _ in (holder.result(), waiter.result())] == [200, 200]
         run_cli(legacy.root, "push", "--env", "e2e")  # the line has drained
     spans = sorted(_intervals(client, scope).values())
     assert spans[0][1] <= spans[1][0], spans
+    client.close()
+
+
+def test_push_refuses_while_a_format_2_caller_holds_naming_it_and_goes_once_it_left(
+    n8n: N8nInstance, tmp_path: Path, redis_url: str
+) -> None:
+    """Format 2 is not stall-safe: the push that replaces a format-2 lock on n8n waits until
+    no format-2 caller holds (formats.NATIVE_CALLERS_FORMAT), and names the one that does."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    scope = f"rollout2-{uuid.uuid4().hex[:8]}"
+    suffix = uuid.uuid4().hex[:6]
+    path, name = f"format2-rollout-{suffix}", f"rollout format 2 {suffix}"
+    with pytest.MonkeyPatch.context() as patch, ThreadPoolExecutor(max_workers=1) as pool:
+        patch.setenv(API_KEY_VARIABLE, n8n.api_key)
+        root = init_workspace(tmp_path / "ws", n8n, [])
+        caller = (FIXTURES / "format2_caller.template.json").read_text()
+        (root / "workflows" / "caller2.template.json").write_text(
+            caller.replace('"path": "format2_caller"', f'"path": "{path}"')
+        )
+        env = load_env(Workspace(root), "e2e")
+        env.register_workflow("caller2", name)
+        env.document.path.write_text(env.document.dumps())
+        run_cli(root, "push", "--env", "e2e", "--activate")
+        holder = pool.submit(_call, n8n, path, scope, "format-2 holder", 5000)
+        wait_until(lambda: "format-2 holder" in _intervals(client, scope), 30, "format 2 holds")
+        run_cli(root, "upgrade", "--inline")
+        refused = CliRunner().invoke(main, ["--workspace", str(root), "push", "--env", "e2e"])
+        assert refused.exit_code == 6, refused.output
+        assert f"{scope} held by {name!r} (workflow " in refused.output
+        assert ", format 2;" in refused.output and "nothing was sent" in refused.output
+        assert holder.result()[0] == 200
+        run_cli(root, "push", "--env", "e2e")  # nothing of format 2 holds now
     client.close()

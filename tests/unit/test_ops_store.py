@@ -479,7 +479,7 @@ def test_force_release_of_a_lane_its_holder_released_meanwhile_says_so(
     shown = release.inspect(store, "order-1")
     leave_lane(redis_client, "order-1", ticket=1)  # the same lock_id, marked released
     assert release.force_release(store, shown) == release.Released(
-        False, "its holder released it meanwhile"
+        False, "its holder released it meanwhile", "released-meanwhile"
     )
     hold_lane(redis_client, "order-1", ticket=2)
     with pytest.raises(release.LockChanged):
@@ -496,7 +496,9 @@ def test_force_release_of_a_late_caller_that_withdrew_meanwhile_says_so(
     shown = release.inspect(store, "order-1")
     withdraw(redis_client, "order-1", late)  # it read its mark
     assert release.force_release(store, shown) == release.Released(
-        False, "it withdrew meanwhile (it had been skipped while it stalled, and held nothing)"
+        False,
+        "it withdrew meanwhile (it had been skipped while it stalled, and held nothing)",
+        "withdrawn-meanwhile",
     )
     assert stat(redis_client, "force_released", "order-1") == 0
 

@@ -109,8 +109,8 @@ def test_settings_n8n_adds_at_their_default_are_no_difference() -> None:
 
 
 def test_keys_come_from_names_and_never_collide() -> None:
-    assert derive_key("Sync Orders (v2)", set()) == "sync_orders_v2"
-    assert derive_key("Sync Orders", {"sync_orders"}) == "sync_orders-2"
+    assert derive_key("Sync Orders (v2)", set()) == "Sync_Orders_v2"
+    assert derive_key("Sync Orders", {"Sync_Orders"}) == "Sync_Orders-2"
     assert derive_key("¿?", set()) == "workflow"
 
 

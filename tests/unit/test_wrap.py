@@ -373,7 +373,9 @@ def test_renewal_runs_before_the_named_node_in_a_loop_and_unwraps() -> None:
 
 def test_renewal_before_an_unknown_node_is_refused() -> None:
     config = LockConfig(LOCK.scope, 120, 60, renew_before=("Nope",))
-    with pytest.raises(WrapError, match="--renew-before 'Nope': the workflow has no such"):
+    with pytest.raises(
+        WrapError, match="--renew-before 'Nope': the workflow has no node of that name"
+    ):
         wrap(load("batch_loop"), "batch_loop", config, None)
 
 

@@ -24,8 +24,15 @@ from n8n_lockkit.check.rules.base import Problem, Rule, WorkflowContext
 ERROR = Severity.ERROR
 WARNING = Severity.WARNING
 
+
+def _summary(check: object) -> str:
+    """The first paragraph of a rule's docstring, on one line: whole sentences."""
+    first = (getattr(check, "__doc__", None) or "").strip().split("\n\n")[0]
+    return " ".join(first.split())
+
+
 RULES: tuple[Rule, ...] = tuple(
-    Rule(rule_id, severity, (check.__doc__ or "").strip().splitlines()[0], check)
+    Rule(rule_id, severity, _summary(check), check)
     for rule_id, severity, check in (
         ("json-syntax", ERROR, schema.json_syntax),
         ("workflow-schema", ERROR, schema.workflow_schema),
@@ -60,6 +67,7 @@ RULES: tuple[Rule, ...] = tuple(
         ("expression-braced", WARNING, expressions.expressions_braced),
         # push refuses to send a workflow whose placeholders do not resolve.
         ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
+        ("workflow-reference-cycle", ERROR, env.no_reference_cycle),
     )
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)

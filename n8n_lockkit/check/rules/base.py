@@ -135,6 +135,10 @@ class WorkflowContext:
     key: str
     workflow: dict[str, Any]
     env: Mapping[str, Any] | None = None
+    # The workflows a push of the workspace sends: their ids exist by the time it needs them.
+    pushed: frozenset[str] = frozenset()
+    # key -> the workflows each workflow file of the workspace references (by placeholder).
+    references: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _strings: dict[int, list[tuple[Path, str]]] = field(
         default_factory=dict, repr=False, compare=False
     )

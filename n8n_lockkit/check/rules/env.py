@@ -1,7 +1,10 @@
-"""With --env: every placeholder resolves in that env file."""
+"""What `n8nlock push` would refuse in a file, by the same checks: with --env, a placeholder
+that does not resolve or an id not given yet (`placeholders.push_refusals`); with or without,
+workflows that reference each other in a cycle."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from n8n_lockkit.check.rules.base import Problem, WorkflowContext, strings_in
@@ -9,13 +12,26 @@ from n8n_lockkit.workspace import placeholders
 
 
 def placeholders_resolve(ctx: WorkflowContext) -> Iterator[Problem]:
-    """Every `{{@:env:…}}` placeholder resolves in the chosen env."""
+    """Every `{{@:env:…}}` placeholder resolves in the chosen env, as push needs it."""
     if ctx.env is None:
         return
     for where, text in strings_in(ctx.workflow):
-        for problem in placeholders.unresolved(text, ctx.env, require_ids=False):
+        for problem in placeholders.push_refusals(text, ctx.env, ctx.pushed):
             yield Problem(
                 where,
                 f"{{{{@:env:{problem.path}}}}} {problem.reason}",
-                "add the key to the env file, or push its workflow/credential first",
+                placeholders.refusal_hint(problem.path),
             )
+
+
+def no_reference_cycle(ctx: WorkflowContext) -> Iterator[Problem]:
+    """Workflows of the workspace do not reference each other's ids in a cycle (push refuses)."""
+    text = json.dumps(ctx.workflow, ensure_ascii=False)
+    references = {**ctx.references, ctx.key: placeholders.workflow_references(text, ctx.key)}
+    cycle = placeholders.cycle_through(references, ctx.key)
+    if cycle is not None:
+        yield Problem(
+            (),
+            f"workflows reference each other in a cycle: {' -> '.join(cycle)}",
+            placeholders.CYCLE_HINT,
+        )

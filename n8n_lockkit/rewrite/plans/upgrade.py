@@ -30,6 +30,7 @@ from n8n_lockkit.primitives.catalogue import (
     Primitive,
 )
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
+from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
 from n8n_lockkit.rewrite.plans.wrap_plans import parse_workflow
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
@@ -133,7 +134,9 @@ def _wrapped(
         moved = inline and lock is not None and lock.via_subworkflow
         if lock is not None and inline:
             lock = replace(lock, via_subworkflow=False)
-        after = dump_workflow(wrap(unwrap(workflow), key, lock, rate, guard))
+        body = unwrap(workflow)
+        own_cleanup = runs_cleanup(workspace, body)
+        after = dump_workflow(wrap(body, key, lock, rate, guard, own_cleanup=own_cleanup))
     except WrapError as err:
         return f"{workspace.relative(path)} was kept as it is: {err.message}"
     change = FileChange(path, text, after)

@@ -4,13 +4,12 @@ has after it, and what it changed (`options.py` has the rule for running a comma
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from n8n_lockkit.errors import LockkitError, WorkflowFileError
+from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives import keys
 from n8n_lockkit.primitives.catalogue import (
     ERROR_HANDLER,
@@ -33,43 +32,28 @@ from n8n_lockkit.rewrite.plans.options import (
     rate_settings,
     setting_changes,
 )
+from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
 from n8n_lockkit.rewrite.wrapping.configs import Rates
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
+from n8n_lockkit.workspace import workflow_json
 from n8n_lockkit.workspace.envconfig import EnvFile
-from n8n_lockkit.workspace.layout import Workspace, workflow_key
-from n8n_lockkit.workspace.plan import FileChange, Plan, SettingChange, read_text_or_none
+from n8n_lockkit.workspace.layout import Workspace
+from n8n_lockkit.workspace.plan import FileChange, Plan, SettingChange
 
 
 def load_workflow(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:
-    path = workspace.workflow_path(key)
-    text = read_text_or_none(path)
-    if text is None:
-        known = ", ".join(workflow_key(p) for p in workspace.workflow_files()) or "none yet"
-        raise WorkflowFileError(
-            f"no workflow {key!r}: {workspace.relative(path)} does not exist",
-            hint=f"workflow keys in this workspace: {known}",
-        )
+    path = workspace.existing_workflow_path(key)
+    text = path.read_text(encoding="utf-8")
     return path, text, parse_workflow(workspace, path, text)
 
 
 def parse_workflow(workspace: Workspace, path: Path, text: str) -> dict[str, Any]:
     """A workflow file's JSON, or one error that says where it is broken."""
-    try:
-        workflow = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise WorkflowFileError(
-            f"{workspace.relative(path)}: not valid JSON (line {err.lineno}, column {err.colno}: "
-            f"{err.msg})",
-            hint="fix the file (`n8nlock validate` shows where); nothing changed",
-        ) from err
-    if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
-        raise WorkflowFileError(
-            f"{workspace.relative(path)}: not an n8n workflow",
-            hint="export the workflow from n8n as JSON",
-        )
-    return workflow
+    return workflow_json.parse(
+        text, workspace.relative(path), hint="fix the file at that place; nothing changed"
+    )
 
 
 def _require(workspace: Workspace, envs: Sequence[EnvFile], keys: Sequence[str], how: str) -> None:
@@ -247,7 +231,7 @@ def _plan_lock(
     _require(workspace, envs, needed, how)
     previous = before.guard if config.dedupe else before.lock
     lock, guard = (before.lock, config) if config.dedupe else (config, before.guard)
-    wrapped = wrap(body, key, lock, before.rate, guard)
+    wrapped = wrap(body, key, lock, before.rate, guard, own_cleanup=runs_cleanup(workspace, body))
     messages += _unknown_entries(body)
     if graph.as_dict(body.get("settings")).get("executionOrder") != "v1":
         messages.append(
@@ -294,7 +278,8 @@ def dedupe_scope(workflow: str, key_expression: str) -> str:
         parse_scope(key_expression)
     except LockkitError as err:  # the user gave a key, not a scope
         message = err.message.replace("scope expression", "key expression")
-        raise LockkitError(message, hint=err.hint) from err
+        hint = (err.hint or "").replace("--scope-expression", "--key-expression")
+        raise LockkitError(message, hint=hint or None) from err
     prefix = keys.dedupe_scope(workflow, "")
     if key_expression.startswith("="):
         return "=" + prefix + key_expression[1:]
@@ -353,7 +338,8 @@ def plan_add_rate_limit(workspace: Workspace, key: str, given: RateLimitOptions)
     else:
         limits[index] = config
     rate = tuple(limits)
-    wrapped = wrap(before.body, key, before.lock, rate, before.guard)
+    own_cleanup = runs_cleanup(workspace, before.body)
+    wrapped = wrap(before.body, key, before.lock, rate, before.guard, own_cleanup=own_cleanup)
     return Plan(
         (FileChange(before.path, before.text, dump_workflow(wrapped)),),
         tuple(_unknown_entries(before.body)),
@@ -386,7 +372,8 @@ def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan
             f"lockScopes still lists {scope!r} in the env files; `n8nlock locks` and `reap` "
             "keep watching it until you take it out"
         )
-    result = wrap(body, key, keep_lock, keep_rate, keep_guard)
+    own_cleanup = runs_cleanup(workspace, body)
+    result = wrap(body, key, keep_lock, keep_rate, keep_guard, own_cleanup=own_cleanup)
     before = _Wrapped(path, text, lock, rate, guard, body)
     return Plan(
         (FileChange(path, text, dump_workflow(result)),),

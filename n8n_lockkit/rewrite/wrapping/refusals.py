@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from n8n_lockkit.primitives.formats import role_of
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Workflow
 from n8n_lockkit.rewrite.wrapping.configs import WrapError
@@ -77,3 +79,22 @@ def check_shape(workflow: Workflow) -> None:
                 hint="n8n refuses such a node; open and save the workflow in n8n, or fix it "
                 "by hand (`n8nlock validate` shows where)",
             )
+
+
+def not_a_body_node(workflow: Workflow, target: str, node: dict[str, Any] | None) -> WrapError:
+    """Why --renew-before cannot name `target` (its node, or None), and the nodes it can."""
+    if node is None:
+        why = "the workflow has no node of that name"
+    elif graph.is_trigger(node):
+        why = "that is a trigger; a renewal goes before a node of the body, which the lock guards"
+    else:
+        why = "that node is one n8nlock added"
+    body = [
+        repr(n["name"])
+        for n in graph.nodes(workflow)
+        if not role_of(n) and not graph.is_trigger(n) and n.get("type") != graph.STICKY_NOTE
+    ]
+    return WrapError(
+        f"--renew-before {target!r}: {why}",
+        hint=f"name a node of the body (the body's nodes: {', '.join(body) or 'none'})",
+    )

@@ -18,6 +18,9 @@ BEFORE_MARK = "; before n8nlock: "
 BEFORE_NO_SETTINGS = "no settings"
 BEFORE_NO_ORDER = "no executionOrder"
 BEFORE_EMPTY_ERROR_WORKFLOW = 'errorWorkflow ""'
+# What needs the cleanup handler as the error workflow (set_error_workflow's `needed_by`).
+LOCK_ON_ERROR = "--lock-on-error"
+GUARD = "the duplicate guard"
 
 
 def set_execution_order(workflow: Workflow) -> list[str]:
@@ -41,16 +44,28 @@ def set_execution_order(workflow: Workflow) -> list[str]:
     return [*before, BEFORE_NO_ORDER]
 
 
-def set_error_workflow(workflow: Workflow, lock_on_error: bool) -> list[str]:
+OWN_ERROR_WORKFLOW_DOCS = "docs/safety.md#your-own-error-workflow"
+
+
+def set_error_workflow(
+    workflow: Workflow, needed_by: str, *, own_cleanup: bool = False
+) -> list[str]:
+    """Name the cleanup handler as the error workflow when something needs it: `needed_by`
+    says what ("--lock-on-error", "the duplicate guard"; "" for nothing). An error workflow
+    of the user's own that runs the cleanup (`own_cleanup`) is kept."""
     settings = workflow["settings"]
     current = settings.get("errorWorkflow")
-    if not lock_on_error:
+    if not needed_by or own_cleanup:
         return []
     if current and current != HANDLER_ID:
+        how = f"run the cleanup in your own error workflow ({OWN_ERROR_WORKFLOW_DOCS})"
         raise WrapError(
-            f"the workflow already names error workflow {current!r}; n8n allows only one",
-            hint="drop --lock-on-error (the lock then heals by TTL), or call the cleanup from "
-            "your own error workflow",
+            f"the workflow already names error workflow {current!r}, and {needed_by} needs "
+            "the cleanup handler there to free a failed execution's "
+            f"{'key' if needed_by == GUARD else 'locks'}; n8n allows one error workflow",
+            hint=f"drop --lock-on-error (the lock then heals by TTL), or {how}"
+            if needed_by == LOCK_ON_ERROR
+            else f"{how}, then run this again",
         )
     settings["errorWorkflow"] = HANDLER_ID
     return [BEFORE_EMPTY_ERROR_WORKFLOW] if current == "" else []

@@ -69,12 +69,14 @@ from n8n_lockkit.rewrite.wrapping.nodes import (
     restore_items,
     role_of,
 )
-from n8n_lockkit.rewrite.wrapping.settings import HANDLER_ID as HANDLER_ID
 from n8n_lockkit.rewrite.wrapping.settings import (
+    GUARD,
+    LOCK_ON_ERROR,
     note_before,
     set_error_workflow,
     set_execution_order,
 )
+from n8n_lockkit.rewrite.wrapping.settings import HANDLER_ID as HANDLER_ID
 
 EXECUTE = "n8n-nodes-base.executeWorkflow"
 IF = "n8n-nodes-base.if"
@@ -261,11 +263,7 @@ def _renewals(b: Builder, acquires: list[str], config: LockConfig) -> None:
     for target in config.renew_before:
         node = next((n for n in graph.nodes(b.workflow) if n["name"] == target), None)
         if node is None or graph.is_trigger(node) or role_of(node):
-            known = ", ".join(repr(n["name"]) for n in graph.nodes(b.workflow) if not role_of(n))
-            raise WrapError(
-                f"--renew-before {target!r}: the workflow has no such body node",
-                hint=f"name a node of the body (nodes: {known})",
-            )
+            raise refusals.not_a_body_node(b.workflow, target, node)
         feeding = [
             (source, output)
             for source in list(b.workflow["connections"])
@@ -310,7 +308,7 @@ CHAINS = ("guard", "guard-restore", "lock", "lock-restore", "body")
 QUIET_ENDS = ("rate-denied-passthrough", "rate-denied-stop", "lock-skipped")
 
 
-def _check_composition(lock: LockConfig | None, guard: LockConfig | None) -> None:
+def _check_composition(key: str, lock: LockConfig | None, guard: LockConfig | None) -> None:
     if lock and lock.via_subworkflow and lock.on_busy in overlap.SKIPPING:
         raise configs.WrapError(
             f"--on-busy {lock.on_busy} needs the inline lock",
@@ -319,15 +317,23 @@ def _check_composition(lock: LockConfig | None, guard: LockConfig | None) -> Non
     if lock and guard and lock.via_subworkflow:
         raise configs.WrapError(
             "a duplicate guard composes with the inline lock, not with --via-subworkflow",
-            hint="drop --via-subworkflow, or take the guard off (`unwrap --only dedupe`)",
+            hint="drop --via-subworkflow, or take the guard off "
+            f"(`n8nlock unwrap --workflow-key {key} --only dedupe`)",
         )
 
 
 def wrap(
-    body: Workflow, key: str, lock: LockConfig | None, rate: Rates, guard: LockConfig | None = None
+    body: Workflow,
+    key: str,
+    lock: LockConfig | None,
+    rate: Rates,
+    guard: LockConfig | None = None,
+    *,
+    own_cleanup: bool = False,
 ) -> Workflow:
     """The body with the duplicate guard, rate limit and lock nodes in front of it (a new
-    dict); each is optional.
+    dict); each is optional. `own_cleanup`: the workflow's own error workflow runs the
+    cleanup, and stays.
 
     Every connected output of every trigger gets its own chain (a webhook with several HTTP
     methods has one output per method), and every chain shares one release.
@@ -338,7 +344,7 @@ def wrap(
     if lock is None and guard is None and not rates:
         return workflow
     refusals.check_shape(workflow)
-    _check_composition(lock, guard)
+    _check_composition(key, lock, guard)
     entries = trigger_entries(workflow)
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
     shift = (configs.INLINE_RATE_SHIFT if rates else 0) + sum(
@@ -365,10 +371,10 @@ def wrap(
     if lock:
         _renewals(b, chains["lock"], lock)
     if lock or guard:
-        on_error = bool(guard) or bool(lock and lock.lock_on_error)
-        note_before(
-            workflow, [*set_execution_order(workflow), *set_error_workflow(workflow, on_error)]
-        )
+        needed_by = GUARD if guard else (LOCK_ON_ERROR if lock and lock.lock_on_error else "")
+        order = set_execution_order(workflow)  # it makes the settings the handler goes into
+        handler = set_error_workflow(workflow, needed_by, own_cleanup=own_cleanup)
+        note_before(workflow, [*order, *handler])
     b.frames()
     return workflow
 
