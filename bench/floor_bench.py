@@ -28,7 +28,7 @@ import argparse
 import statistics
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import floor_report
@@ -59,15 +59,19 @@ progress = progress_for("floor_bench")
 
 
 def calls(
-    n8n: N8nInstance, targets: Sequence[Target], runs: int, token: str, modes: Sequence[str]
+    n8n: N8nInstance,
+    targets: Sequence[Target],
+    runs: int,
+    token: str,
+    say: Callable[[str], None] = progress,
 ) -> Timings:
     """Seconds per call; a round calls every workflow once per scope mode, in a shuffled order,
     so that load on the machine hits all alike. Round i of every list is the same round."""
     made = {
-        (mode, t.label): (t.key, call_body(token, mode, t.key)) for mode in modes for t in targets
+        (mode, t.label): (t.key, call_body(token, mode, t.key)) for mode in MODES for t in targets
     }
-    seconds = rounds(n8n, made, runs, say=progress)
-    return {mode: {t.label: seconds[mode, t.label] for t in targets} for mode in modes}
+    seconds = rounds(n8n, made, runs, say=say)
+    return {mode: {t.label: seconds[mode, t.label] for t in targets} for mode in MODES}
 
 
 def saved_figures(
@@ -100,7 +104,7 @@ def bench_version(version: str, args: argparse.Namespace, tree: str) -> Figures:
         token = uuid.uuid4().hex[:8]
         progress(f"n8n {version}: {args.runs} shuffled rounds (+{WARM_UP} to warm up)")
         measured = Span()
-        timings = calls(bed.n8n, targets, args.runs, token, MODES)
+        timings = calls(bed.n8n, targets, args.runs, token)
         calls_seconds, load = measured.seconds(), measured.load()
         progress(f"n8n {version}: reading the saved executions")
         saved = saved_figures(bed.n8n, targets, token, args.runs)

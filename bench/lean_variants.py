@@ -170,7 +170,7 @@ def bench_version(version: str, runs: int) -> dict[str, Any]:
         token = uuid.uuid4().hex[:8]
         progress(f"n8n {version}: {runs} shuffled rounds of {len(targets)} workflows")
         load = Span()
-        timings = calls(bed.n8n, targets, runs, token, MODES)
+        timings = calls(bed.n8n, targets, runs, token, progress)
         load_after = load.load()
         saved = saved_figures(bed.n8n, targets[:3], token, runs)
         for mode in MODES:
