@@ -13,23 +13,21 @@ Not a test.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import cli, prepare, write_template
+from bench.harness.executions import workflow_ids
+from bench.harness.results import progress_for
+from bench.harness.session import running_bed
+from bench.harness.workspace import cli, prepare, push, write_template
 from n8n_lockkit.rewrite.canvas.geometry import bounding_box, generated_names
-from n8n_lockkit.workspace.envconfig import load_env
-from n8n_lockkit.workspace.layout import Workspace
 from testbed.client import N8nClient
 from testbed.editor import VIEWPORT, Editor
 from testbed.endpoints import N8nInstance
-from testbed.session import DEFAULT_VERSION, running_testbed
+from testbed.session import DEFAULT_VERSION
 from tests.e2e.canvas_workflows import webhook_five
 
 LOCK = ("add-lock-to-workflow", "--scope-expression", "canvas-shots", "--ttl-seconds", "120")
@@ -60,8 +58,7 @@ class Shot:
     image: Path
 
 
-def progress(message: str) -> None:
-    print(f"[canvas_shots] {message}", file=sys.stderr, flush=True)
+progress = progress_for("canvas_shots")
 
 
 def push_forms(n8n: N8nInstance, root: Path) -> dict[str, str]:
@@ -77,9 +74,9 @@ def push_forms(n8n: N8nInstance, root: Path) -> dict[str, str]:
             cli(root, command, "--workflow-key", key, *options)
         keys[form] = key
     cli(root, "validate", "--env", "bench")
-    cli(root, "push", "--env", "bench")
-    workflows = load_env(Workspace(root), "bench").data["workflows"]
-    return {form: str(workflows[key]["id"]) for form, key in keys.items()}
+    push(root, activate=False)
+    ids = workflow_ids(root)
+    return {form: ids[key] for form, key in keys.items()}
 
 
 def shoot(n8n: N8nInstance, ids: dict[str, str], out: Path) -> list[Shot]:
@@ -128,16 +125,15 @@ def table(shots: Sequence[Shot], version: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the PNGs and canvas.md")
     parser.add_argument("--version", default=DEFAULT_VERSION, help="n8n version of the test bed")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    with running_testbed(args.version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        ids = push_forms(n8n, Path(tmp) / "ws")
-        shots = shoot(n8n, ids, out)
+    with running_bed(args.version) as bed:
+        ids = push_forms(bed.n8n, bed.tmp / "ws")
+        shots = shoot(bed.n8n, ids, out)
     lines = table(shots, args.version)
     (out / "canvas.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

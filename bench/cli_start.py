@@ -16,7 +16,6 @@ team's workspace mixes plain and locked workflows.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import resource
 import statistics
@@ -28,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import cli
-from bench.designs import REPO, checkout
+from bench.harness.results import measured
+from bench.harness.workspace import REPO, checkout, cli
 
 BEFORE_REF = "f672502"  # main before issue 11: every library module imported at start
 CORPUS = REPO / "tests" / "corpus"
@@ -90,7 +89,7 @@ def medians(measured: list[Timing]) -> Timing:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="counted runs of each command")
     parser.add_argument("--before", default=BEFORE_REF, help="git ref to compare with")
     args = parser.parse_args()
@@ -109,9 +108,8 @@ def main() -> None:
             new = medians(timings(REPO, command, args.runs))
             rows.append((name, old, new, "✓" if new.wall <= TARGETS[name] else "✗"))
         files = len(list((workspace / "workflows").glob("*.json")))
-    today = datetime.date.today().isoformat()
     print(
-        f"Measured {today} on {os.cpu_count()} cores with `python -m bench.cli_start`: "
+        f"{measured('python -m bench.cli_start')}: "
         f"whole-process wall time (CPU time in brackets), median of {args.runs} runs after a "
         f"warm-up; validate of a workspace of {files} workflows (the primitives and "
         f"{WORKFLOWS} corpus workflows, every other one wrapped in a lock)."

@@ -13,71 +13,29 @@ Both workspaces push to one n8n and one Redis. Workflow names, webhook paths and
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import Run, bench_workflow, cli, prepare, write_template
+from bench.harness.workspace import (
+    Target,
+    bench_workflow,
+    checkout,
+    cli,
+    prepare,
+    push,
+    tree_cli,
+    wrap_args,
+    write_template,
+)
 from n8n_lockkit.primitives import engine, nodekit
 from n8n_lockkit.primitives.chain import Chain, Names
 from testbed.endpoints import N8nInstance
 
-REPO = Path(__file__).parents[1]
 SEED_REF = "5ecf9dc"  # main before engine v2: 1 s poll, sub-workflow calls
 PLAIN, SEED, V2 = "bench_plain", "bench_seed", "bench_v2"
 
 
-@dataclass(frozen=True)
-class Design:
-    """A wrapped bench workflow in n8n: its webhook path and the workspace that pushed it."""
-
-    label: str
-    path: str
-    root: Path
-
-
-def checkout(ref: str, into: Path) -> Path:
-    """The package and templates of git ref `ref`, unpacked into `into` (read-only git)."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "n8n_lockkit", "templates"],
-        capture_output=True,
-        check=True,
-    )
-    into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
-def tree_cli(tree: Path) -> Run:
-    """The n8nlock of another tree: its own package (cwd first on sys.path), this venv's
-    dependencies."""
-
-    def run(root: Path, *args: str) -> None:
-        command = [sys.executable, "-m", "n8n_lockkit", "--workspace", str(root), *args]
-        result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise SystemExit(f"n8nlock ({tree}) {' '.join(args)} failed:\n{result.stderr}")
-
-    return run
-
-
-def wrap_args(key: str) -> list[str]:
-    return [
-        "add-lock-to-workflow",
-        "--workflow-key",
-        key,
-        "--scope-expression",
-        "={{ $json.body.scope }}",
-        "--ttl-seconds",
-        "60",
-        "--max-wait-seconds",
-        "600",
-    ]
-
-
-def seed_design(n8n: N8nInstance, tmp: Path, ref: str = SEED_REF) -> Design:
+def seed_design(n8n: N8nInstance, tmp: Path, ref: str = SEED_REF) -> Target:
     """The primitives of git ref `ref` (default: the seed; renamed "seed …") and its wrap of
     the bench workflow, made by that ref's own n8nlock."""
     run = tree_cli(checkout(ref, tmp / "seed-tree"))
@@ -89,8 +47,8 @@ def seed_design(n8n: N8nInstance, tmp: Path, ref: str = SEED_REF) -> Design:
     env = root / "envs" / "bench.yml"
     env.write_text(env.read_text().replace("name: 'n8nlock: ", "name: 'seed n8nlock: "))
     run(root, *wrap_args(SEED))
-    run(root, "push", "--env", "bench", "--activate")
-    return Design("seed", SEED, root)
+    push(root, run)
+    return Target("seed", SEED, root)
 
 
 def v2_engine_workflow(key: str) -> dict[str, Any]:
@@ -133,7 +91,7 @@ def v2_engine_workflow(key: str) -> dict[str, Any]:
     return {**workflow, "nodes": nodes, "connections": group.connections}
 
 
-def v2_design(n8n: N8nInstance, tmp: Path, build: str) -> Design:
+def v2_design(n8n: N8nInstance, tmp: Path, build: str) -> Target:
     """This checkout's lock on the bench workflow, beside the plain (unlocked) copy.
 
     build "engine": the engine's nodes inline, laid out here; "cli": `add-lock-to-workflow`.
@@ -147,5 +105,5 @@ def v2_design(n8n: N8nInstance, tmp: Path, build: str) -> Design:
         write_template(root, bench_workflow(V2))
         cli(root, "create-lock", "--force-overwrite")
         cli(root, *wrap_args(V2))
-    cli(root, "push", "--env", "bench", "--activate")
-    return Design("v2", V2, root)
+    push(root)
+    return Target("v2", V2, root)

@@ -1,25 +1,28 @@
-"""The benchmark's figures from n8n's saved executions: pure functions over runData-shaped dicts.
-
-An execution as the public API gives it (`GET /api/v1/executions?includeData=true`) carries
-`data.resultData.runData[node][i]` with `startTime` (epoch ms) and `executionTime` (ms), and
-`workflowData.nodes` (names and types). Each lock design reduces an execution to a `Holder`:
-when it lined up, when its body started, when it gave the lock back, and what its acquire cost.
+"""lock_bench's figures from n8n's saved executions (bench.harness.runs reads them): each lock
+design reduces an execution to a `Holder` (when it lined up, when its body started, when it gave
+the lock back, and what its acquire cost), and the holders to handoff gaps, overtakes, the
+clients' spread and the Redis load of waiting.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import re
 import statistics
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-Execution = Mapping[str, Any]
-REDIS = "n8n-nodes-base.redis"
-BODY = "Hold"  # the bench workflow's first body node
+from bench.harness.runs import (
+    BODY,
+    Execution,
+    end,
+    named,
+    redis_runs,
+    run_data,
+    start,
+    sub_execution_id,
+)
+from bench.harness.stats import percentile
 
 
 @dataclass(frozen=True)
@@ -41,55 +44,6 @@ class Holder:
     acquire_redis_runs: int
 
 
-def run_data(execution: Execution) -> Mapping[str, list[dict[str, Any]]]:
-    runs: Mapping[str, list[dict[str, Any]]] = execution["data"]["resultData"]["runData"]
-    return runs
-
-
-def named(execution: Execution, base: str) -> str:
-    """The node `base`, or `base (label)` as a lock on one of several triggers names it; ""
-    when it did not run."""
-    pattern = re.compile(re.escape(base) + r"( \(.*\))?")
-    return next((name for name in run_data(execution) if pattern.fullmatch(name)), "")
-
-
-def start(execution: Execution, name: str, index: int = 0) -> float:
-    return float(run_data(execution)[name][index]["startTime"])
-
-
-def end(execution: Execution, name: str, index: int = -1) -> float:
-    run = run_data(execution)[name][index]
-    return float(run["startTime"]) + float(run.get("executionTime") or 0)
-
-
-def redis_nodes(execution: Execution) -> set[str]:
-    return {n["name"] for n in execution["workflowData"]["nodes"] if n["type"] == REDIS}
-
-
-def redis_runs_before(execution: Execution, until_ms: float) -> int:
-    """Redis node executions that started before `until_ms` (the acquire's, for the body's
-    start)."""
-    names = redis_nodes(execution)
-    runs = run_data(execution)
-    return sum(1 for n in names for r in runs.get(n, []) if r["startTime"] < until_ms)
-
-
-def first_output(execution: Execution, name: str) -> dict[str, Any]:
-    json: dict[str, Any] = run_data(execution)[name][0]["data"]["main"][0][0]["json"]
-    return json
-
-
-def webhook_body(execution: Execution) -> dict[str, Any]:
-    body: dict[str, Any] = first_output(execution, "Webhook").get("body") or {}
-    return body
-
-
-def sub_execution_id(execution: Execution, name: str) -> str:
-    """The id of the sub-workflow execution an Execute Workflow node `name` started."""
-    metadata = run_data(execution)[name][0].get("metadata") or {}
-    return str(metadata["subExecution"]["executionId"])
-
-
 def v2_holder(execution: Execution, body: str = BODY) -> Holder:
     """Engine v2 inline: the ticket is the output of Lock Take Ticket (key `…:ticket`), the
     lock is free once the Lock Release SET node has run."""
@@ -104,7 +58,7 @@ def v2_holder(execution: Execution, body: str = BODY) -> Holder:
         entered_ms=entered,
         released_ms=end(execution, named(execution, "Lock Release")),
         waited=bool(named(execution, "Lock Sleep")),
-        acquire_redis_runs=redis_runs_before(execution, entered),
+        acquire_redis_runs=len(redis_runs(execution, entered)),
     )
 
 
@@ -122,7 +76,7 @@ def seed_holder(execution: Execution, subs: Mapping[str, Execution], body: str =
         entered_ms=start(execution, body),
         released_ms=end(release, "DEL Lock Counter"),
         waited="Wait Before Poll" in run_data(acquisition),
-        acquire_redis_runs=redis_runs_before(acquisition, math.inf),
+        acquire_redis_runs=len(redis_runs(acquisition)),
     )
 
 
@@ -131,13 +85,6 @@ def holder(execution: Execution, subs: Mapping[str, Execution], body: str = BODY
     if named(execution, "Lock Take Ticket"):
         return v2_holder(execution, body)
     return seed_holder(execution, subs, body)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100): a value that was measured, not interpolated."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 @dataclass(frozen=True)
@@ -196,13 +143,3 @@ def redis_per_wait_second(holders: Iterable[Holder], uncontended_runs: float) ->
     seconds = sum(h.entered_ms - h.lined_up_ms for h in waiters) / 1000
     extra = sum(h.acquire_redis_runs - uncontended_runs for h in waiters)
     return extra / seconds if seconds > 0 else math.nan
-
-
-def node_costs(executions: Iterable[Execution]) -> dict[str, float]:
-    """Median executionTime per node (its runs in one execution summed), slowest first."""
-    times: dict[str, list[float]] = defaultdict(list)
-    for execution in executions:
-        for name, runs in run_data(execution).items():
-            times[name].append(sum(float(r.get("executionTime") or 0) for r in runs))
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    return dict(sorted(medians.items(), key=lambda item: -item[1]))

@@ -13,35 +13,39 @@ and release ran.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
 
-from bench import figures
-from bench.common import bench_workflow, cli, ms, post, prepare, write_template
-from bench.designs import checkout, tree_cli, wrap_args
-from bench.executions import Execution, by_id, listing, workflow_ids
+from bench.harness.calls import Body, rounds
+from bench.harness.executions import by_id, listing, workflow_ids
+from bench.harness.runs import BODY, items_out, named, redis_runs, start, sub_execution_id
+from bench.harness.session import running_bed
+from bench.harness.workspace import (
+    Run,
+    bench_workflow,
+    checkout,
+    cli,
+    prepare,
+    push,
+    tree_cli,
+    wrap_args,
+    write_template,
+)
 from testbed.endpoints import N8nInstance
-from testbed.session import running_testbed
 
 BASELINE = "74b8431"  # issue 12 landed; the templates still without index and counters
 PRIMITIVES = ("lock_acquisition", "lock_release")
 
 
-def wrap_and_push(run: Any, root: Path, key: str) -> None:
-    run(root, "create-lock", "--force-overwrite")
-    run(root, *wrap_args(key))
-    run(root, "push", "--env", "bench", "--activate")
-
-
-def setup(n8n: N8nInstance, root: Path, key: str, run: Any) -> None:
+def setup(n8n: N8nInstance, root: Path, key: str, run: Run) -> None:
+    """The bench workflow as `key`, wrapped in a lock by `run`'s n8nlock, pushed and active."""
     prepare(root, n8n, run)
     write_template(root, bench_workflow(key))
-    wrap_and_push(run, root, key)
+    run(root, "create-lock", "--force-overwrite")
+    run(root, *wrap_args(key))
+    push(root, run)
 
 
 def redis_work(n8n: N8nInstance, root: Path, key: str) -> dict[str, tuple[int, int]]:
@@ -50,49 +54,44 @@ def redis_work(n8n: N8nInstance, root: Path, key: str) -> dict[str, tuple[int, i
     the body's first node, release after)."""
     ids = workflow_ids(root)
     call = listing(n8n, ids[key])[0]
-    if figures.named(call, "Lock Acquire") and not figures.named(call, "Lock Take Ticket"):
+    if named(call, "Lock Acquire") and not named(call, "Lock Take Ticket"):
         subs = {k: e for w in PRIMITIVES for k, e in by_id(n8n, ids[w]).items()}
         parts = {
-            "acquire": redis_runs(subs[figures.sub_execution_id(call, "Lock Acquire")]),
-            "release": redis_runs(subs[figures.sub_execution_id(call, "Lock Release")]),
+            "acquire": redis_runs(subs[sub_execution_id(call, "Lock Acquire")]),
+            "release": redis_runs(subs[sub_execution_id(call, "Lock Release")]),
         }
     else:
-        body = figures.start(call, figures.BODY)
+        body = start(call, BODY)
         runs = redis_runs(call)
         parts = {
             "acquire": [r for r in runs if r["startTime"] < body],
             "release": [r for r in runs if r["startTime"] >= body],
         }
-    return {part: (len(runs), sum(items(r) for r in runs)) for part, runs in parts.items()}
+    return {part: (len(runs), sum(items_out(r) for r in runs)) for part, runs in parts.items()}
 
 
-def redis_runs(execution: Execution) -> list[dict[str, Any]]:
-    names = figures.redis_nodes(execution)
-    return [r for name, rs in figures.run_data(execution).items() if name in names for r in rs]
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
 
 
-def items(run: dict[str, Any]) -> int:
-    return len(((run.get("data") or {}).get("main") or [[]])[0] or [])
+def fresh_scope(_: int) -> Body:
+    return {"scope": f"cost-{uuid.uuid4().hex[:8]}", "hold_ms": 0}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE, help="git ref to compare with")
     parser.add_argument("--runs", type=int, default=60)
     args = parser.parse_args()
-    with running_testbed() as (n8n, _), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        tree = checkout(args.baseline, Path(tmp))
-        current, base = Path(tmp) / "current", Path(tmp) / "baseline"
+    with running_bed() as bed:
+        n8n = bed.n8n
+        tree = checkout(args.baseline, bed.tmp)
+        current, base = bed.tmp / "current", bed.tmp / "baseline"
         setup(n8n, current, "bench_now", cli)
         setup(n8n, base, "bench_base", tree_cli(tree))
-        timings: dict[str, list[float]] = {"bench_now": [], "bench_base": []}
         order = ["bench_now", "bench_base"]
-        for run in range(args.runs + 5):
-            for key in order if run % 2 == 0 else reversed(order):
-                seconds = post(n8n, key, {"scope": f"cost-{uuid.uuid4().hex[:8]}", "hold_ms": 0})
-                if run >= 5:  # the first calls warm n8n's caches
-                    timings[key].append(seconds)
+        calls = {key: (key, fresh_scope) for key in order}
+        timings = rounds(n8n, calls, args.runs, order="mirrored")
         now, then = (statistics.median(timings[k]) for k in order)
         print(f"\nn8n {n8n.version}, {args.runs} alternating calls each, uncontended:")
         print(f"  wrapped, baseline {args.baseline}: median {ms(then)}")

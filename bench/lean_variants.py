@@ -27,14 +27,9 @@ the saved executions the nodes executed, Redis items and the nodes' summed ms.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import datetime
-import os
 import re
-import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -43,14 +38,31 @@ from typing import Any
 
 import requests
 
-from bench import floor_bench as fb
-from bench.common import NS, report_text
-from bench.executions import matching
+from bench.floor_bench import DEFAULT_VERSIONS, calls, in_ms, saved_figures
+from bench.floor_workflows import KEYS, LOCK, MODES, counted, deploy
+from bench.harness.calls import WARM_UP
+from bench.harness.executions import matching
+from bench.harness.results import (
+    add_outputs,
+    command,
+    measured,
+    parser_for,
+    progress_for,
+    report_text,
+    tree_state,
+    versions,
+    write_report,
+)
+from bench.harness.runs import execution_figures
+from bench.harness.session import Span, running_bed
+from bench.harness.stats import PLAIN, floor_latency
+from bench.harness.workspace import NS, Target
+from testbed.client import N8nClient
 from testbed.endpoints import N8nInstance
-from testbed.session import running_testbed
 
 Workflow = dict[str, Any]
 Cut = Callable[[Workflow], None]
+progress = progress_for("lean_variants")
 
 
 def _node(workflow: Workflow, name: str) -> dict[str, Any]:
@@ -125,26 +137,21 @@ def variant(lock: Workflow, key: str, cuts: Sequence[Cut]) -> Workflow:
     return workflow
 
 
-def api(n8n: N8nInstance, method: str, path: str, **kwargs: Any) -> Any:
-    response = requests.request(
-        method, f"{n8n.base_url}/api/v1{path}", timeout=60,
-        headers={"X-N8N-API-KEY": n8n.api_key}, **kwargs,
-    )  # fmt: skip
-    response.raise_for_status()
-    return response.json()
-
-
-def deploy(n8n: N8nInstance, tmp: Path) -> tuple[list[fb.Target], dict[str, str]]:
+def deploy_variants(n8n: N8nInstance, tmp: Path) -> tuple[list[Target], dict[str, str]]:
     """floor_bench's targets, then the variants: targets and each variant's workflow id."""
-    targets = fb.deploy(n8n, tmp, None)
-    stored = {w["name"]: w["id"] for w in api(n8n, "GET", "/workflows?limit=250")["data"]}
-    lock = api(n8n, "GET", f"/workflows/{stored[fb.KEYS[fb.LOCK]]}")
-    ids: dict[str, str] = {}
-    for label, cuts in VARIANTS.items():
-        created = api(n8n, "POST", "/workflows", json=variant(lock, label, cuts))
-        api(n8n, "POST", f"/workflows/{created['id']}/activate")
-        ids[label] = str(created["id"])
-        targets.append(fb.Target(label, label, tmp))
+    targets = deploy(n8n, tmp, None)
+    client = N8nClient(n8n)
+    try:
+        stored = {w["name"]: w["id"] for w in client.api("GET", "/workflows?limit=250")["data"]}
+        lock = client.api("GET", f"/workflows/{stored[KEYS[LOCK]]}")
+        ids: dict[str, str] = {}
+        for label, cuts in VARIANTS.items():
+            created = client.create_workflow(variant(lock, label, cuts))
+            client.api("POST", f"/workflows/{created['id']}/activate")
+            ids[label] = str(created["id"])
+            targets.append(Target(label, label, tmp))
+    finally:
+        client.close()
     for label in ids:  # n8n registers a new webhook a moment after its activation
         for _ in range(20):
             answer = requests.post(f"{n8n.base_url}/webhook/{label}", json={"scope": "check"})
@@ -157,51 +164,45 @@ def deploy(n8n: N8nInstance, tmp: Path) -> tuple[list[fb.Target], dict[str, str]
 
 
 def bench_version(version: str, runs: int) -> dict[str, Any]:
-    started = time.monotonic()
-    with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        targets, ids = deploy(n8n, Path(tmp))
+    run = Span()
+    with running_bed(version) as bed:
+        targets, ids = deploy_variants(bed.n8n, bed.tmp)
         token = uuid.uuid4().hex[:8]
-        fb.progress(f"n8n {version}: {runs} shuffled rounds of {len(targets)} workflows")
-        load_before = os.getloadavg()[0]
-        timings = fb.rounds(n8n, targets, runs, token)
-        load_after = os.getloadavg()[0]
-        saved = fb.saved_figures(n8n, targets[:3], token, runs)
-        for mode in fb.MODES:
+        progress(f"n8n {version}: {runs} shuffled rounds of {len(targets)} workflows")
+        load = Span()
+        timings = calls(bed.n8n, targets, runs, token, progress)
+        load_after = load.load()
+        saved = saved_figures(bed.n8n, targets[:3], token, runs)
+        for mode in MODES:
             for label, workflow_id in ids.items():
-                found = matching(n8n, workflow_id, fb.counted(mode, token, label), runs)
-                saved[mode][label] = fb.execution_figures(found[:runs])
+                found = matching(bed.n8n, workflow_id, counted(mode, token, label), runs)
+                saved[mode][label] = execution_figures(found[:runs])
         return {
             "n8n": version,
-            "tree": fb.tree_state(),
-            "timings_ms": {
-                mode: {label: [s * 1000 for s in values] for label, values in by.items()}
-                for mode, by in timings.items()
-            },
+            "tree": tree_state(),
+            "timings_ms": in_ms(timings),
             "executions": saved,
-            "load": (load_before, load_after),
-            "minutes": (time.monotonic() - started) / 60,
+            "load": tuple(load_after),
+            "minutes": run.seconds() / 60,
         }
 
 
 def table(result: dict[str, Any], mode: str) -> list[str]:
     ms = result["timings_ms"][mode]
-    plain = statistics.median(ms[fb.PLAIN])
-    floor = statistics.median(ms[fb.FLOOR]) - plain
+    latency = floor_latency(ms, set(ms) - {PLAIN})
     lines = [
         f"| {mode} scope, n8n {result['n8n']} | median | added | added / floor (90 %) "
         "| nodes executed | Redis items | nodes' ms |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label, values in ms.items():
-        median = statistics.median(values)
+    for label, f in latency.items():
         saved = result["executions"][mode].get(label, {})
-        cells = [f"{median:.1f} ms", "–", "–"]
-        if label != fb.PLAIN:
-            low, high = fb.bootstrap(ms, label)
+        cells = [f"{f['median_ms']:.1f} ms", "–", "–"]
+        if label != PLAIN:
+            low, high = f["floor_ratio_90"]
             cells[1:] = [
-                f"+{median - plain:.1f} ms",
-                f"{(median - plain) / floor:.2f}× ({low:.2f}–{high:.2f})",
+                f"+{f['added_ms']:.1f} ms",
+                f"{f['floor_ratio']:.2f}× ({low:.2f}–{high:.2f})",
             ]
         counts = [
             saved.get("nodes_executed"),
@@ -214,25 +215,23 @@ def table(result: dict[str, Any], mode: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--versions", default=fb.DEFAULT_VERSIONS, help="n8n versions, commas")
-    parser.add_argument("--runs", type=int, default=60, help="counted rounds (default 60)")
-    parser.add_argument("--results", type=Path, default=fb.RESULTS, help="where the .md goes")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = parser_for(__doc__, DEFAULT_VERSIONS, 60)
+    add_outputs(parser, "the .md", figures=False)
     args = parser.parse_args(argv)
-    for version in args.versions.split(","):
-        result = bench_version(version.strip(), args.runs)
+    for version in versions(args.versions):
+        result = bench_version(version, args.runs)
         intro = (
-            f"Measured {datetime.date.today()} on {os.cpu_count()} cores, n8n {version} at its "
-            f"defaults, tree {result['tree']}; {args.runs} shuffled rounds after {fb.WARM_UP} to "
+            f"{measured()}, n8n {version} at its "
+            f"defaults, tree {result['tree']}; {args.runs} shuffled rounds after {WARM_UP} to "
             f"warm up; load average {result['load'][0]:.1f} → {result['load'][1]:.1f}; "
             f"{result['minutes']:.1f} min. The lean_* rows are NOT safe locks: see the "
             "docstring of bench/lean_variants.py for what each cuts."
         )
-        sections = [table(result, mode) for mode in fb.MODES]
-        command = f".venv/bin/python -m bench.lean_variants {' '.join(argv or sys.argv[1:])}"
-        text = report_text(command.strip(), intro, sections)
+        sections = [table(result, mode) for mode in MODES]
+        text = report_text(command("lean_variants", argv), intro, sections)
         print(text)
-        (args.results / f"lean_variants-{version}.md").write_text(text)
+        write_report(args.results, f"lean_variants-{version}", text)
 
 
 if __name__ == "__main__":

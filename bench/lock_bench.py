@@ -17,13 +17,8 @@ Per n8n version, one test bed; both designs (bench.designs) run in it against on
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import random
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,14 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from bench import figures
-from bench.common import post
-from bench.designs import PLAIN, SEED_REF, Design, seed_design, v2_design
-from bench.executions import Execution, by_id, matching, workflow_ids
+from bench.designs import PLAIN, SEED_REF, seed_design, v2_design
+from bench.harness.calls import WARM_UP, burst, post, uncontended
+from bench.harness.executions import by_id, in_scope, matching, workflow_ids
+from bench.harness.results import command, measured, progress_for, versions, write_figures
+from bench.harness.runs import Execution, node_costs, webhook_body
+from bench.harness.session import running_bed
+from bench.harness.stats import median_p90
+from bench.harness.workspace import Target
 from testbed.endpoints import N8nInstance
-from testbed.session import running_testbed
 
 DEFAULT_VERSIONS = "2.41.1,1.123.81"
-WARM_UP = 5  # the first calls of a workflow compile and cache; they are not counted
 FAIRNESS_CLIENTS = 6
 LOCK_NODE = "Lock "  # the engine's nodes; the others are the bench workflow's own
 QUICK = {"runs": 8, "callers": 4, "hold_ms": 300, "fairness_seconds": 8}
@@ -50,31 +48,13 @@ V2_BUILDS = {
 }
 Figures = dict[str, Any]
 ToHolder = Callable[[Execution], figures.Holder]
-
-
-def latency(
-    n8n: N8nInstance, paths: Sequence[str], runs: int, scope: str
-) -> dict[str, list[float]]:
-    """Seconds per call of each path; each round calls every path once, in a shuffled order,
-    so that load on the machine hits all alike."""
-    timings: dict[str, list[float]] = {path: [] for path in paths}
-    order = list(paths)
-    for round_number in range(WARM_UP + runs):
-        random.shuffle(order)
-        for path in order:
-            seconds = post(n8n, path, {"scope": f"{scope}-{path}", "hold_ms": 0})
-            if round_number >= WARM_UP:
-                timings[path].append(seconds)
-    return timings
+progress = progress_for("lock_bench")
 
 
 def contended(n8n: N8nInstance, path: str, scope: str, callers: int, hold_ms: int) -> float:
     """Efficiency = N × hold / wall for `callers` calls that all start at once."""
-    body = {"scope": scope, "hold_ms": hold_ms}
-    started = time.monotonic()
-    with ThreadPoolExecutor(callers) as pool:
-        list(pool.map(lambda _: post(n8n, path, body), range(callers)))
-    return callers * hold_ms / 1000 / (time.monotonic() - started)
+    calls = burst(n8n, path, [{"scope": scope, "hold_ms": hold_ms}] * callers)
+    return callers * hold_ms / 1000 / calls.wall_seconds
 
 
 def fairness(n8n: N8nInstance, path: str, scope: str, seconds: float, hold_ms: int) -> list[int]:
@@ -92,11 +72,7 @@ def fairness(n8n: N8nInstance, path: str, scope: str, seconds: float, hold_ms: i
         return list(pool.map(client, range(FAIRNESS_CLIENTS)))
 
 
-def in_scope(scopes: set[str]) -> Callable[[Execution], bool]:
-    return lambda execution: figures.webhook_body(execution).get("scope") in scopes
-
-
-def holder_reader(n8n: N8nInstance, design: Design) -> ToHolder:
+def holder_reader(n8n: N8nInstance, design: Target) -> ToHolder:
     """How to read a design's executions; a sub-workflow form's locks run in the executions
     of its primitives."""
     ids = workflow_ids(design.root)
@@ -106,19 +82,18 @@ def holder_reader(n8n: N8nInstance, design: Design) -> ToHolder:
 
 
 def design_figures(
-    n8n: N8nInstance, design: Design, scopes: dict[str, str], counts: dict[str, int]
+    n8n: N8nInstance, design: Target, scopes: dict[str, str], counts: dict[str, int]
 ) -> tuple[Figures, list[Execution]]:
     """P2 and P3 figures of one design from its saved executions; also its P1 executions."""
-    workflow_id = workflow_ids(design.root)[design.path]
-    ours = set(scopes.values())
-    found = matching(n8n, workflow_id, in_scope(ours), sum(counts.values()))
+    workflow_id = workflow_ids(design.root)[design.key]
+    found = matching(n8n, workflow_id, in_scope(set(scopes.values())), sum(counts.values()))
     saved = {
-        phase: [e for e in found if figures.webhook_body(e).get("scope") == scope]
+        phase: [e for e in found if webhook_body(e).get("scope") == scope]
         for phase, scope in scopes.items()
     }
     to_holder = holder_reader(n8n, design)
     holders = {phase: [to_holder(e) for e in found] for phase, found in saved.items()}
-    uncontended = statistics.median(h.acquire_redis_runs for h in holders["p1"])
+    uncontended_runs = statistics.median(h.acquire_redis_runs for h in holders["p1"])
     handoff = figures.handoff(holders["p2"])
     order = figures.service_order(holders["p3"])
     p3_handoff = figures.handoff(holders["p3"])
@@ -136,8 +111,8 @@ def design_figures(
         "inverted_pairs": order.inverted,
         "pairs_in_line_together": order.comparable,
         "inversion_fraction": order.fraction,
-        "uncontended_acquire_redis_runs": uncontended,
-        "redis_per_wait_second": figures.redis_per_wait_second(holders["p3"], uncontended),
+        "uncontended_acquire_redis_runs": uncontended_runs,
+        "redis_per_wait_second": figures.redis_per_wait_second(holders["p3"], uncontended_runs),
     }, saved["p1"]
 
 
@@ -147,38 +122,35 @@ def first_entry(holders: Sequence[figures.Holder]) -> float:
 
 
 def bench_version(version: str, args: argparse.Namespace) -> Figures:
-    with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        designs = [
-            seed_design(n8n, Path(tmp), args.baseline),
-            v2_design(n8n, Path(tmp), args.v2_build),
-        ]
+    with running_bed(version) as bed:
+        n8n = bed.n8n
+        designs = [seed_design(n8n, bed.tmp, args.baseline), v2_design(n8n, bed.tmp, args.v2_build)]
         token = uuid.uuid4().hex[:8]
         progress(f"n8n {version}: P1, {args.runs} shuffled rounds")
-        timings = latency(n8n, [PLAIN, *(d.path for d in designs)], args.runs, f"p1-{token}")
-        result: Figures = {"n8n": version, "plain": summary(timings[PLAIN])}
+        timings = uncontended(n8n, [PLAIN, *(d.key for d in designs)], args.runs, f"p1-{token}")
+        result: Figures = {"n8n": version, "plain": median_p90(timings[PLAIN])}
         efficiency: dict[str, float] = {}
         completions: dict[str, list[int]] = {}
         for design in designs:
             progress(f"n8n {version}: P2 and P3, {design.label}")
             scope = f"{design.label}-{token}"
             efficiency[design.label] = contended(
-                n8n, design.path, f"p2-{scope}", args.callers, args.hold_ms
+                n8n, design.key, f"p2-{scope}", args.callers, args.hold_ms
             )
             completions[design.label] = fairness(
-                n8n, design.path, f"p3-{scope}", args.fairness_seconds, args.hold_ms
+                n8n, design.key, f"p3-{scope}", args.fairness_seconds, args.hold_ms
             )
         progress(f"n8n {version}: reading the saved executions")
         for design in designs:
             scope = f"{design.label}-{token}"
-            scopes = {"p1": f"p1-{token}-{design.path}", "p2": f"p2-{scope}", "p3": f"p3-{scope}"}
+            scopes = {"p1": f"p1-{token}-{design.key}", "p2": f"p2-{scope}", "p3": f"p3-{scope}"}
             counts = {
                 "p1": WARM_UP + args.runs,
                 "p2": args.callers,
                 "p3": sum(completions[design.label]),
             }
             found, p1_saved = design_figures(n8n, design, scopes, counts)
-            calls = summary(timings[design.path])
+            calls = median_p90(timings[design.key])
             result[design.label] = {
                 **calls,
                 "ratio": calls["median_ms"] / result["plain"]["median_ms"],
@@ -189,17 +161,8 @@ def bench_version(version: str, args: argparse.Namespace) -> Figures:
                 **found,
             }
             if design.label == "v2":
-                result["v2_node_costs_ms"] = figures.node_costs(p1_saved[: args.runs])
+                result["v2_node_costs_ms"] = node_costs(p1_saved[: args.runs])
         return result
-
-
-def summary(seconds: Sequence[float]) -> dict[str, float]:
-    values = [s * 1000 for s in seconds]
-    return {"median_ms": statistics.median(values), "p90_ms": figures.percentile(values, 90)}
-
-
-def progress(message: str) -> None:
-    print(f"[lock_bench] {message}", file=sys.stderr, flush=True)
 
 
 # figure, target, how to read it from a design's figures, whether v2 meets the target
@@ -263,8 +226,8 @@ def table(result: Figures, args: argparse.Namespace) -> list[str]:
 def costs_table(results: Sequence[Figures]) -> list[str]:
     """Median ms per node of one uncontended v2 call, a column per n8n version."""
     costs: list[dict[str, float]] = [r["v2_node_costs_ms"] for r in results]
-    versions = " | ".join(f"n8n {r['n8n']}" for r in results)
-    lines = [f"| node of one uncontended v2 call (median ms) | {versions} |"]
+    headings = " | ".join(f"n8n {r['n8n']}" for r in results)
+    lines = [f"| node of one uncontended v2 call (median ms) | {headings} |"]
     lines.append("|---|" + "---|" * len(results))
     for name in costs[0]:
         where = "" if name.startswith(LOCK_NODE) else " (workflow)"
@@ -284,15 +247,9 @@ executions per waiter per second: what waiting added to an uncontended acquire's
 executions, per second waited, over the P3 executions that waited."""
 
 
-def command(argv: Sequence[str]) -> str:
-    return " ".join([".venv/bin/python -m bench.lock_bench", *argv])
-
-
 def report(results: list[Figures], args: argparse.Namespace, argv: Sequence[str]) -> str:
-    today = datetime.date.today().isoformat()
-    cores = os.cpu_count()
     lines = [
-        f"Measured {today} on {cores} cores with `{command(argv)}`: plain median "
+        f"{measured(command('lock_bench', argv))}: plain median "
         + ", ".join(f"{r['plain']['median_ms']:.0f} ms on n8n {r['n8n']}" for r in results)
         + f"; {args.runs} shuffled rounds (P1), {args.callers} callers holding "
         f"{args.hold_ms} ms (P2), {FAIRNESS_CLIENTS} clients for {args.fairness_seconds:g} s "
@@ -332,7 +289,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
-    results = [bench_version(v.strip(), args) for v in args.versions.split(",") if v.strip()]
+    results = [bench_version(version, args) for version in versions(args.versions)]
     for result in results:
         print()
         print("\n".join(table(result, args)))
@@ -348,16 +305,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\ndocs/performance.md text (paste as is):\n")
     print(report(results, args, argv))
     if args.output:
-        document = {"command": command(argv), "arguments": vars(args) | {"output": None}}
-        text = json.dumps({**document, "results": results}, indent=2, default=jsonable)
-        args.output.write_text(text + "\n")
+        write_figures(args.output, command("lock_bench", argv), args, results)
     sys.stdout.flush()
-
-
-def jsonable(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON: {value!r}")
 
 
 if __name__ == "__main__":

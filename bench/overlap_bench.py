@@ -24,25 +24,28 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import requests
-
-from bench.common import bench_workflow, cli, prepare, print_sections, report_text, write_template
-from bench.executions import listing, workflow_ids
+from bench.harness.calls import Answer, burst, call
+from bench.harness.executions import listing, workflow_ids
+from bench.harness.results import (
+    RESULTS,
+    command,
+    print_sections,
+    report_text,
+    versions,
+    write_report,
+)
+from bench.harness.session import Span, running_bed
+from bench.harness.workspace import bench_workflow, cli, prepare, push, write_template
 from testbed.endpoints import N8nInstance
-from testbed.session import running_testbed
 
-RESULTS = Path(__file__).parent / "results"
 GUARD_HOLD_MS = 3000
 PLAIN_HOLD_MS = 10
 FORMS: dict[str, tuple[str, ...]] = {
@@ -60,67 +63,62 @@ def install(root: Path, n8n: N8nInstance) -> dict[str, str]:
     prepare(root, n8n)
     cli(root, "create-lock", "--include-error-handler")
     paths = {}
-    for form, command in FORMS.items():
+    for form, guard in FORMS.items():
         key = f"overlap_{form.replace('-', '_')}"
         write_template(root, bench_workflow(key))
-        if command:
-            scope_flag = "--key-expression" if command[0] == "add-dedupe" else "--scope-expression"
-            cli(root, command[0], "--workflow-key", key, scope_flag, "={{ $json.body.scope }}",
-                "--ttl-seconds", "120", *command[1:])  # fmt: skip
+        if guard:
+            scope_flag = "--key-expression" if guard[0] == "add-dedupe" else "--scope-expression"
+            cli(root, guard[0], "--workflow-key", key, scope_flag, "={{ $json.body.scope }}",
+                "--ttl-seconds", "120", *guard[1:])  # fmt: skip
         paths[form] = key
     cli(root, "validate", "--env", "bench")
-    cli(root, "push", "--env", "bench")
-    cli(root, "push", "--env", "bench", "--activate", *paths.values())
+    push(root, activate=False)
+    push(root, keys=list(paths.values()))
     return paths
 
 
-def call(n8n: N8nInstance, path: str, body: dict[str, Any]) -> tuple[float, bool]:
-    """Seconds until the answer, and whether it was a skipped one."""
-    start = time.monotonic()
-    response = requests.post(f"{n8n.base_url}/webhook/{path}", json=body, timeout=600)
-    response.raise_for_status()
-    seconds = time.monotonic() - start
-    answer = response.json()
-    return seconds, isinstance(answer, dict) and answer.get("skipped") is True
+def skipped(answer: Answer) -> bool:
+    """Whether the caller was turned away: the guard answered `{"skipped": true}`."""
+    body = answer.response.json()
+    return isinstance(body, dict) and body.get("skipped") is True
 
 
-def burst(
+def turned_away(
     n8n: N8nInstance, path: str, form: str, calls: int, scope: str
 ) -> list[tuple[float, bool]]:
+    """(seconds, turned away) of each of `calls` simultaneous callers on `scope`."""
     hold = PLAIN_HOLD_MS if form == "plain" else GUARD_HOLD_MS
-    with ThreadPoolExecutor(calls) as pool:
-        return list(pool.map(lambda _: call(n8n, path, {"scope": scope, "hold_ms": hold}),
-                             range(calls)))  # fmt: skip
+    answers = burst(n8n, path, [{"scope": scope, "hold_ms": hold}] * calls).answers
+    return [(answer.seconds, skipped(answer)) for answer in answers]
 
 
 def measure(version: str, rounds: int, calls: int) -> dict[str, Any]:
-    load_before = os.getloadavg()[0]
-    started = time.monotonic()
+    run = Span()
     results: dict[str, dict[str, list[Any]]] = {
         f: {"bodies": [], "answers": [], "after": []} for f in FORMS
     }
-    with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        paths = install(Path(tmp) / "ws", n8n)
+    with running_bed(version) as bed:
+        n8n, root = bed.n8n, bed.tmp / "ws"
+        paths = install(root, n8n)
         calls_started = time.monotonic()
         for index in range(rounds + 1):
             order = list(FORMS)
             random.shuffle(order)
             for form in order:
                 scope = f"overlap-{uuid.uuid4().hex[:10]}"
-                answers = burst(n8n, paths[form], form, calls, scope)
+                answers = turned_away(n8n, paths[form], form, calls, scope)
                 if index == 0:
                     continue  # warm-up
                 if form in AFTER_FORMS:  # every caller of the burst has answered
                     body = {"scope": scope, "hold_ms": PLAIN_HOLD_MS}
-                    results[form]["after"].append(call(n8n, paths[form], body)[0])
+                    results[form]["after"].append(call(n8n, paths[form], body).seconds)
                 ran = [s for s, skipped in answers if not skipped]
                 away = [s for s, skipped in answers if skipped]
                 results[form]["bodies"].append(len(ran))
                 results[form]["answers"] += away if form != "plain" else ran
                 time.sleep(GUARD_HOLD_MS / 1000 + 1)  # the holders end before the next burst
         calls_seconds = time.monotonic() - calls_started
-        nodes = breakdown(n8n, Path(tmp) / "ws", calls)
+        nodes = breakdown(n8n, root, calls)
     return {
         "n8n": version,
         "rounds": rounds,
@@ -128,8 +126,8 @@ def measure(version: str, rounds: int, calls: int) -> dict[str, Any]:
         "forms": results,
         "nodes": nodes,
         "calls_seconds": calls_seconds,
-        "seconds": time.monotonic() - started,
-        "load_average_1min": [load_before, os.getloadavg()[0]],
+        "seconds": run.seconds(),
+        "load_average_1min": run.load(),
     }
 
 
@@ -181,6 +179,8 @@ def node_table(result: dict[str, Any]) -> list[str]:
 
 
 def quantile(values: list[float], q: float) -> float:
+    """The value at rank ⌊q·n⌋ + 1 (q in 0..1): one above the harness's nearest rank when q·n
+    is whole; kept so that this bench's p90 reads as in its earlier results."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -211,22 +211,22 @@ def table(result: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--versions", default="2.41.1")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("-o", "--output", type=Path)
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    command = "python -m bench.overlap_bench " + " ".join(argv or sys.argv[1:])
-    runs = [measure(v, args.rounds, args.calls) for v in args.versions.split(",")]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    runs = [measure(version, args.rounds, args.calls) for version in versions(args.versions)]
     sections = [part for run in runs for part in (table(run), node_table(run))]
     for run in runs:
         print_sections([table(run), node_table(run)], run)
     intro = (__doc__ or "").split("\n\n")[0].replace("\n", " ")
     day = datetime.date.today().isoformat()
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / f"overlap_bench-{day}.md").write_text(report_text(command, intro, sections))
+    text = report_text(command("overlap_bench", argv, python="python"), intro, sections)
+    write_report(args.results, f"overlap_bench-{day}", text)
     if args.output:
         args.output.write_text(json.dumps(runs, indent=1))
     return 0

@@ -29,22 +29,21 @@ import argparse
 import datetime
 import json
 import os
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench import figures
-from bench.common import bench_workflow, cli, node, post, prepare, write_template
-from bench.executions import Execution, matching, workflow_ids
-from bench.lock_bench import WARM_UP, latency, summary
+from bench.harness.calls import WARM_UP, burst, uncontended
+from bench.harness.executions import in_scope, matching, workflow_ids
+from bench.harness.results import progress_for, versions
+from bench.harness.runs import BODY, Execution, end, redis_runs, run_data, start
+from bench.harness.session import running_bed
+from bench.harness.stats import median_p90, percentile
+from bench.harness.workspace import bench_workflow, cli, node, prepare, push, write_template
 from n8n_lockkit.rewrite.wrapping.nodes import call
 from testbed.endpoints import N8nInstance
-from testbed.session import running_testbed
 
 DEFAULT_VERSIONS = "2.41.1,1.123.81"
 SCOPE = "={{ $json.body.scope }}"
@@ -69,6 +68,7 @@ THROTTLE_LIMIT, THROTTLE_WINDOW_S = 5, 2
 BURST = 8
 BURST_CALLS = 10
 Figures = dict[str, Any]
+progress = progress_for("rate_bench")
 
 
 def called_workflow(key: str, limit: int = 1000000, window_seconds: int = 60) -> dict[str, Any]:
@@ -128,34 +128,25 @@ def build(n8n: N8nInstance, root: Path, token: str) -> dict[str, str]:
         if design in SECOND:
             cli(root, "add-rate-limit", "--workflow-key", paths[design], "--scope-expression",
                 SECOND_SCOPE, *SECOND[design])  # fmt: skip
-    cli(root, "push", "--env", "bench", "--activate")
+    push(root)
     return paths
 
 
 def saved(n8n: N8nInstance, root: Path, key: str, scope: str, count: int) -> list[Execution]:
-    def wanted(e: Execution) -> bool:
-        return bool(figures.webhook_body(e).get("scope") == scope)
-
-    return matching(n8n, workflow_ids(root)[key], wanted, count, patience=60)
-
-
-def redis_runs(execution: Execution) -> int:
-    return figures.redis_runs_before(execution, float("inf"))
+    return matching(n8n, workflow_ids(root)[key], in_scope({scope}), count, patience=60)
 
 
 def gate_to_body_ms(execution: Execution) -> float:
     """From the end of the chain's last look at the clock (Rate Limit Outcome, or Woken after
     a sleep) to the body's start: what the slots' margin must cover."""
-    runs = figures.run_data(execution)
-    gates = [figures.end(execution, name) for name in ("Rate Limit Outcome", "Rate Limit Woken")
+    runs = run_data(execution)
+    gates = [end(execution, name) for name in ("Rate Limit Outcome", "Rate Limit Woken")
              if name in runs]  # fmt: skip
-    return figures.start(execution, figures.BODY) - max(gates)
+    return start(execution, BODY) - max(gates)
 
 
 def body_starts(executions: Sequence[Execution]) -> list[float]:
-    return sorted(
-        figures.start(e, figures.BODY) for e in executions if figures.BODY in figures.run_data(e)
-    )
+    return sorted(start(e, BODY) for e in executions if BODY in run_data(e))
 
 
 def worst_count(starts: Sequence[float], window_ms: float) -> int:
@@ -164,28 +155,25 @@ def worst_count(starts: Sequence[float], window_ms: float) -> int:
 
 def fire(n8n: N8nInstance, path: str, scope: str, count: int) -> float:
     """Seconds until `count` calls made at once have all answered."""
-    began = time.monotonic()
-    with ThreadPoolExecutor(count) as pool:
-        list(pool.map(lambda _: post(n8n, path, {"scope": scope, "hold_ms": 0}), range(count)))
-    return time.monotonic() - began
+    return burst(n8n, path, [{"scope": scope, "hold_ms": 0}] * count).wall_seconds
 
 
 def throttle(n8n: N8nInstance, root: Path, path: str, token: str) -> Figures:
     scope = f"throttle-{token}"
     wall = fire(n8n, path, scope, THROTTLE_CALLS)
     executions = saved(n8n, root, path, scope, THROTTLE_CALLS)
-    uncontended = min(redis_runs(e) for e in executions)
+    uncontended = min(len(redis_runs(e)) for e in executions)
     per_second = []
     for e in executions:
-        runs = figures.run_data(e)["Rate Limit Verdict"]
+        runs = run_data(e)["Rate Limit Verdict"]
         waited_ms = float(runs[-1]["data"]["main"][0][0]["json"].get("waited_ms") or 0)
         if waited_ms > 0:
-            per_second.append((redis_runs(e) - uncontended) / (waited_ms / 1000))
+            per_second.append((len(redis_runs(e)) - uncontended) / (waited_ms / 1000))
     starts = body_starts(executions)
     rounds = -(-THROTTLE_CALLS // THROTTLE_LIMIT) - 1
-    lags = [gate_to_body_ms(e) for e in executions if figures.BODY in figures.run_data(e)]
+    lags = [gate_to_body_ms(e) for e in executions if BODY in run_data(e)]
     return {
-        "gate_to_body_ms": {"p50": figures.percentile(lags, 50), "max": max(lags, default=0.0)},
+        "gate_to_body_ms": {"p50": percentile(lags, 50), "max": max(lags, default=0.0)},
         "wall_s": wall,
         "span_s": (starts[-1] - starts[0]) / 1000 if starts else 0.0,
         "ideal_span_s": rounds * THROTTLE_WINDOW_S,
@@ -235,10 +223,8 @@ def bursts(n8n: N8nInstance, root: Path, paths: dict[str, str], token: str, roun
 
 
 def bench_version(version: str, args: argparse.Namespace) -> Figures:
-    with running_testbed(version) as (n8n, _), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        token = uuid.uuid4().hex[:6]
-        root = Path(tmp) / "ws"
+    with running_bed(version) as bed:
+        n8n, token, root = bed.n8n, uuid.uuid4().hex[:6], bed.tmp / "ws"
         paths = build(n8n, root, token)
         result: Figures = {"n8n": version}
         progress(f"n8n {version}: bursts of {BURST_CALLS}, {args.bursts} rounds")
@@ -250,13 +236,13 @@ def bench_version(version: str, args: argparse.Namespace) -> Figures:
         progress(f"n8n {version}: P1, {args.runs} shuffled rounds")
         designs = ["plain", "call", "fixed", "sliding"]
         scope = f"p1-{token}"
-        timings = latency(n8n, [paths[d] for d in designs], args.runs, scope)
+        timings = uncontended(n8n, [paths[d] for d in designs], args.runs, scope)
         for design in designs:
             path = paths[design]
             executions = saved(n8n, root, path, f"{scope}-{path}", WARM_UP + args.runs)
             result[design] = {
-                **summary(timings[path]),
-                "redis_runs": figures.percentile([redis_runs(e) for e in executions], 50),
+                **median_p90(timings[path]),
+                "redis_runs": percentile([len(redis_runs(e)) for e in executions], 50),
             }
         progress(f"n8n {version}: accuracy, {args.bursts} boundary bursts")
         result["accuracy"] = {
@@ -328,10 +314,6 @@ def table(result: Figures) -> list[str]:
     return lines
 
 
-def progress(message: str) -> None:
-    print(f"[rate_bench] {message}", file=sys.stderr, flush=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", default=DEFAULT_VERSIONS)
@@ -341,7 +323,7 @@ def main() -> None:
     only = "only the throttle and the bursts (no latency, no accuracy)"
     parser.add_argument("--only-limits", action="store_true", help=only)
     args = parser.parse_args()
-    results = [bench_version(v.strip(), args) for v in args.versions.split(",") if v.strip()]
+    results = [bench_version(version, args) for version in versions(args.versions)]
     load = os.getloadavg()
     day = datetime.date.today().isoformat()
     rounds = "" if args.only_limits else f"{args.runs} rounds, "

@@ -22,8 +22,6 @@ import json
 import os
 import re
 import statistics
-import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -34,32 +32,32 @@ from typing import Any
 
 import redis
 
-from bench.common import post
 from bench.designs import PLAIN, v2_design
+from bench.harness.calls import burst, post, rounds
+from bench.harness.results import progress_for
+from bench.harness.session import running_bed
 from testbed.endpoints import N8nInstance
-from testbed.session import running_testbed
-from testbed.settings import ENV_TOPOLOGY
 
 VERSION = "2.41.1"
 Figures = dict[str, Any]
+progress = progress_for("scale_bench")
 
 
 def throughput(n8n: N8nInstance, path: str, scopes: Sequence[str], concurrency: int) -> float:
     """Executions per second for one call per entry of `scopes`, `concurrency` at once."""
-    started = time.monotonic()
-    with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(lambda s: post(n8n, path, {"scope": s, "hold_ms": 0}), scopes))
-    return len(scopes) / (time.monotonic() - started)
+    bodies = [{"scope": scope, "hold_ms": 0} for scope in scopes]
+    return len(scopes) / burst(n8n, path, bodies, concurrency).wall_seconds
 
 
-def added_latency(n8n: N8nInstance, wrapped: str, rounds: int, token: str) -> Figures:
-    plain, locked = [], []
-    for index in range(rounds + 3):  # the first calls compile and cache: not counted
-        body = {"scope": f"lat-{token}-{index}", "hold_ms": 0}
-        seconds = (post(n8n, PLAIN, body), post(n8n, wrapped, body))
-        if index >= 3:
-            plain.append(seconds[0] * 1000)
-            locked.append(seconds[1] * 1000)
+def added_latency(n8n: N8nInstance, wrapped: str, rounds_counted: int, token: str) -> Figures:
+    """Median ms of uncontended calls, plain then wrapped on the same scope each round."""
+
+    def body(number: int) -> dict[str, Any]:
+        return {"scope": f"lat-{token}-{number}", "hold_ms": 0}
+
+    calls = {"plain": (PLAIN, body), "wrapped": (wrapped, body)}
+    seconds = rounds(n8n, calls, rounds_counted, warm_up=3, order="fixed")
+    plain, locked = ([s * 1000 for s in seconds[label]] for label in ("plain", "wrapped"))
     return {
         "plain_median_ms": statistics.median(plain),
         "wrapped_median_ms": statistics.median(locked),
@@ -101,11 +99,10 @@ def held_lock_bytes(n8n: N8nInstance, client: redis.Redis, wrapped: str, token: 
 
 
 def bench_topology(topology: str, args: argparse.Namespace) -> Figures:
-    os.environ[ENV_TOPOLOGY] = topology
-    with running_testbed(VERSION) as (n8n, endpoint), tempfile.TemporaryDirectory() as tmp:
-        os.environ["N8N_API_KEY"] = n8n.api_key
-        design = v2_design(n8n, Path(tmp), "cli")
-        client = redis.Redis.from_url(endpoint.url)
+    with running_bed(VERSION, topology=topology) as bed:
+        n8n = bed.n8n
+        design = v2_design(n8n, bed.tmp, "cli")
+        client = redis.Redis.from_url(bed.redis.url)
         token = uuid.uuid4().hex[:8]
         distinct = [f"d-{token}-{i}" for i in range(args.calls)]
         hot = [f"hot-{token}"] * args.calls
@@ -113,20 +110,20 @@ def bench_topology(topology: str, args: argparse.Namespace) -> Figures:
         memory_before = int(client.info("memory")["used_memory"])
         runs: list[tuple[str, Callable[[], float]]] = [
             ("plain_per_s", lambda: throughput(n8n, PLAIN, distinct, args.concurrency)),
-            ("distinct_per_s", lambda: throughput(n8n, design.path, distinct, args.concurrency)),
-            ("hot_per_s", lambda: throughput(n8n, design.path, hot, args.concurrency)),
+            ("distinct_per_s", lambda: throughput(n8n, design.key, distinct, args.concurrency)),
+            ("hot_per_s", lambda: throughput(n8n, design.key, hot, args.concurrency)),
         ]
         for label, run in runs:
             progress(f"{topology}: {label} ({args.calls} calls, {args.concurrency} at once)")
             result[label] = run()
         progress(f"{topology}: latency, {args.rounds} rounds")
-        result["latency"] = added_latency(n8n, design.path, args.rounds, token)
+        result["latency"] = added_latency(n8n, design.key, args.rounds, token)
         time.sleep(6)  # released records expire after 5 s
         result["keys_after"] = key_families(client)
         result["used_memory_growth_bytes"] = int(client.info("memory")["used_memory"]) - (
             memory_before
         )
-        result["held_lock_bytes"] = held_lock_bytes(n8n, client, design.path, token)
+        result["held_lock_bytes"] = held_lock_bytes(n8n, client, design.key, token)
         client.close()
         return result
 
@@ -159,10 +156,6 @@ def report(results: Sequence[Figures], args: argparse.Namespace) -> str:
 
 def _ms(result: Figures, which: str) -> str:
     return f"{result['latency'][f'{which}_median_ms']:.0f}"
-
-
-def progress(message: str) -> None:
-    print(f"[scale_bench] {message}", file=sys.stderr, flush=True)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

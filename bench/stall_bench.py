@@ -25,7 +25,6 @@ the tickets and decisions of both. Writes `<results>/stall_bench-<date>[-quick].
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
@@ -35,37 +34,21 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
 
-import testbed.n8n_process as n8n_process
-from testbed.session import running_testbed
-from testbed.settings import ENV_TOPOLOGY
+from bench.harness.calls import WARM_UP
+from bench.harness.results import RESULTS, command, measured, progress_for, write_report
+from bench.harness.session import running_bed
+from bench.stall_diagnosis import diagnose
 from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, init_workspace
-from tests.e2e.stalls import (
-    Body,
-    Failure,
-    StallRun,
-    caller_executions,
-    contend_with_stalls,
-    decisions_of,
-    failure_of,
-    install,
-    log_excerpt,
-    n8n_log_path,
-    n8n_main_pid,
-    process_state,
-    skips_of,
-    tickets_of,
-)
+from tests.e2e.stalls import contend_with_stalls, install, n8n_log_path, n8n_main_pid, process_state
 
 VERSION = "2.41.1"
-RESULTS = Path(__file__).parent / "results"
-WARM_UP = 5  # uncontended calls per workflow first: n8n compiles and caches on first use
 Figures = dict[str, Any]
 
 
@@ -97,207 +80,15 @@ QUICK = [
 ]
 
 
-def progress(message: str) -> None:
-    print(f"[stall_bench] {message}", file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def n8n_settings_added(extra: dict[str, str]) -> Iterator[None]:
-    """Start the test bed's n8n with `extra` settings (N8N_LOG_LEVEL, ...): n8n_env drops
-    inherited N8N_* variables, so they go in through the settings it adds (testbed is
-    not changed; the wrapper is undone on exit)."""
-    original = n8n_process.n8n_settings
-
-    def settings(version: str) -> dict[str, str]:
-        return {**original(version), **extra}
-
-    n8n_process.n8n_settings = settings
-    try:
-        yield
-    finally:
-        n8n_process.n8n_settings = original
+progress = progress_for("stall_bench")
 
 
 def warm_up(bed: LockBed, key: str, token: str) -> None:
+    """Uncontended calls first: n8n compiles and caches on first use."""
     for index in range(WARM_UP):
         call = bed.webhook(key, {"scope": f"warm-{token}", "who": index, "hold_ms": 0})
         if call.status != 200:
             raise SystemExit(f"warm-up call of {key} failed: {call.status} {call.body}")
-
-
-def wait_saved(bed: LockBed, workflow_id: str, scope: str, count: int) -> dict[int, Any]:
-    """caller → its saved execution, once all `count` are saved (or after 60 s)."""
-    deadline = time.monotonic() + 60
-    while True:
-        found = caller_executions(bed.n8n, workflow_id, scope)
-        finished = {w: e for w, e in found.items() if e.get("stoppedAt")}
-        if len(finished) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(1)
-
-
-def describe(execution: dict[str, Any]) -> Figures:
-    """The lock's view of one execution: its tickets, each look's decision, when it wrote
-    its record (Lock Hold) and when its body started."""
-    looks = []
-    for decision in decisions_of(execution):
-        looks.append(
-            {
-                k: decision.get(k)
-                for k in ("_at", "state", "ticket", "head", "served", "quiet_since", "skip")
-                if decision.get(k) is not None
-            }
-        )
-    result = (execution.get("data") or {}).get("resultData") or {}
-    runs = result.get("runData") or {}
-    entered = [look["ticket"] for look in looks if look.get("state") == "enter"]
-    return {
-        "execution": str(execution.get("id")),
-        "status": execution.get("status"),
-        "last_node": result.get("lastNodeExecuted"),
-        "lock_release_runs": len(runs.get("Lock Release", [])),
-        "tickets": tickets_of(execution),
-        "entered_with": entered[-1] if entered else None,
-        "looks": looks,
-        "lock_hold_started": [r.get("startTime") for r in runs.get("Lock Hold", [])],
-        "mark_start": [r.get("startTime") for r in runs.get("Mark Start", [])],
-        # Format 3: how often it read its `gone` mark after a late record, and withdrew.
-        "late_checks": len(runs.get("Lock Check Skipped", [])),
-        "withdrawals": len(runs.get("Lock Withdrawn", [])),
-    }
-
-
-def lock_summary(locks: dict[int, Figures]) -> Figures:
-    """What the lock did across the callers: tickets drawn, late checks, withdrawals."""
-    return {
-        "callers": len(locks),
-        "callers_with_more_than_one_ticket": sum(
-            1 for v in locks.values() if len(v["tickets"]) > 1
-        ),
-        "late_checks": sum(v["late_checks"] for v in locks.values()),
-        "withdrawals": sum(v["withdrawals"] for v in locks.values()),
-        "looks": sum(len(v["looks"]) for v in locks.values()),
-    }
-
-
-def stops_between(stops: Sequence[Figures], start: float, end: float) -> list[str]:
-    return [
-        f"{s['seconds']:.1f} s stop {s['stopped_at_ms']}→{s['resumed_at_ms']}"
-        for s in stops
-        if s["stopped_at_ms"] < end and s["resumed_at_ms"] > start
-    ]
-
-
-def skip_story(ticket: int | None, skips: Sequence[Figures], stops: Sequence[Figures]) -> list[str]:
-    """Who skipped `ticket`, after how much "quiet", and which stops fell in that quiet."""
-    told = []
-    for skip in skips:
-        if ticket is None or skip["skipped"] != ticket:
-            continue
-        quiet = skip["at"] - skip["quiet_since"] if skip.get("quiet_since") else None
-        within = stops_between(stops, skip.get("quiet_since") or skip["at"], skip["at"])
-        told.append(
-            f"ticket {ticket} skipped by caller {skip['who']} (ticket {skip['ticket']}) at "
-            f"{skip['at']} after {quiet} ms of quiet, which held {within or 'no stop'}"
-        )
-    return told
-
-
-def failure_timing(failure: Failure | None, stops: Sequence[Figures]) -> str | None:
-    """When the failing node's error was raised, against the stops (epoch ms)."""
-    at = ((failure.node_error or {}) if failure else {}).get("timestamp")
-    if not isinstance(at, int):
-        return None
-    for stop in stops:
-        if stop["stopped_at_ms"] <= at < stop["resumed_at_ms"]:
-            return (
-                f"raised at {at}, during the stop {stop['stopped_at_ms']}→{stop['resumed_at_ms']}"
-            )
-    before = [s for s in stops if s["resumed_at_ms"] <= at]
-    if not before:
-        return f"raised at {at}, before the first stop"
-    last = before[-1]
-    return (
-        f"raised at {at}, {at - last['resumed_at_ms']} ms after the SIGCONT that ended the "
-        f"{last['seconds']:.1f} s stop {last['stopped_at_ms']}→{last['resumed_at_ms']}"
-    )
-
-
-def violations(
-    run: StallRun, scenario: Scenario, locks: dict[int, Figures]
-) -> list[tuple[Body, ...]]:
-    """Bodies that must not have run together: for a mutex every overlapping pair; for a
-    semaphore every overlapping pair in one lane (entering ticket mod N), and every moment
-    with more than N bodies."""
-    if scenario.limit == 1:
-        return list(run.overlaps())
-
-    def lane(body: Body) -> int | None:
-        ticket = locks.get(body.who, {}).get("entered_with")
-        return None if ticket is None else int(ticket) % scenario.limit
-
-    same = [p for p in run.overlaps() if lane(p[0]) is not None and lane(p[0]) == lane(p[1])]
-    return [*same, *(tuple(moment) for moment in run.crowded(scenario.limit))]
-
-
-def diagnose(
-    bed: LockBed, workflow_id: str, run: StallRun, scenario: Scenario, stops: list[Figures]
-) -> Figures:
-    """Every non-200 caller's saved failure, and the tickets, skips and looks of the bodies
-    that ran together when they must not."""
-    log = n8n_log_path(bed.n8n)
-    executions = wait_saved(bed, workflow_id, run.scope, len(run.answers))
-    locks = {who: describe(e) for who, e in executions.items()}
-    skips = [{"who": who, **skip} for who, e in executions.items() for skip in skips_of(e)]
-    failures = []
-    for answer in run.failed():
-        execution = executions.get(answer.who)
-        entry: Figures = {"who": answer.who, "status": answer.status, "body": answer.body[:200]}
-        if execution is None:
-            entry["execution"] = None
-        else:
-            failure = failure_of(execution)
-            entry["failure"] = failure.as_dict() if failure else None
-            entry["lock"] = locks[answer.who]
-            entry["timing"] = failure_timing(failure, stops)
-            if log is not None:
-                needles = [f"execution {execution['id']}", f'"executionId":"{execution["id"]}"',
-                           f"executionId: {execution['id']}"]  # fmt: skip
-                if failure and failure.message:
-                    needles.append(failure.message[:80])
-                entry["log"] = log_excerpt(log, needles, context=3, limit=80)
-        failures.append(entry)
-    found: list[Figures] = []
-    for group in violations(run, scenario, locks):
-        story = [
-            line
-            for body in group
-            for line in skip_story(locks.get(body.who, {}).get("entered_with"), skips, stops)
-        ]
-        found.append(
-            {
-                "bodies": [
-                    asdict(b)
-                    | {
-                        "ticket": locks.get(b.who, {}).get("entered_with"),
-                        "tickets": locks.get(b.who, {}).get("tickets"),
-                    }
-                    for b in group
-                ],
-                "skips": story,
-            }
-        )
-    # Every caller's lock story only where something went wrong; otherwise the totals.
-    involved = {int(f["who"]) for f in failures}
-    for together in found:
-        involved |= {int(body["who"]) for body in together["bodies"]}
-    return {
-        "failures": failures,
-        "violations": found,
-        "skips": skips,
-        "lock_summary": lock_summary(locks),
-        "locks": {who: v for who, v in locks.items() if who in involved},
-    }
 
 
 def run_scenario(
@@ -321,7 +112,7 @@ def run_scenario(
         timeout=args.caller_timeout,
     )
     stops = [asdict(stop) | {"seconds": stop.seconds} for stop in run.stops]
-    diagnosis = diagnose(bed, bed.workflow_id(key), run, scenario, stops)
+    diagnosis = diagnose(bed, bed.workflow_id(key), run, scenario.limit, stops)
     others = Counter(f"{a.status} {a.body[:200]}" for a in run.failed())
     figures: Figures = {
         "scenario": asdict(scenario),
@@ -353,15 +144,13 @@ def run_scenario(
 
 
 def bench(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> tuple[Figures, Path | None]:
-    os.environ.pop(ENV_TOPOLOGY, None)  # one n8n process
-    with (
-        n8n_settings_added(n8n_extra(args)),
-        running_testbed(VERSION) as (n8n, redis_endpoint),
-        tempfile.TemporaryDirectory(prefix="stall-bench-") as tmp,
-    ):
-        os.environ[API_KEY_VARIABLE] = n8n.api_key
-        root = init_workspace(Path(tmp) / "ws", n8n, [])
-        client = redis.Redis.from_url(redis_endpoint.url, decode_responses=True)
+    settings = n8n_extra(args)
+    with running_bed(
+        VERSION, topology="single", n8n_settings=settings, api_key_variable=API_KEY_VARIABLE
+    ) as test_bed:
+        n8n = test_bed.n8n
+        root = init_workspace(test_bed.tmp / "ws", n8n, [])
+        client = redis.Redis.from_url(test_bed.redis.url, decode_responses=True)
         bed = LockBed(root, n8n, client, poll=1.0)
         token = uuid.uuid4().hex[:6]
         keys = {}
@@ -463,10 +252,6 @@ def settings_text(args: argparse.Namespace) -> str:
     return f" ({', '.join(extra)})" if extra else ""
 
 
-def command(argv: Sequence[str]) -> str:
-    return " ".join([".venv/bin/python -m bench.stall_bench", *argv])
-
-
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer callers and stops")
@@ -494,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result, kept = bench(args, scenarios)
     day = datetime.date.today().isoformat()
     header = (
-        f"Measured {day} on {os.cpu_count()} cores with `{command(argv)}`: n8n {VERSION}, one "
+        f"{measured(command('stall_bench', argv))}: n8n {VERSION}, one "
         f"process{settings_text(args)}, stopped with SIGSTOP/SIGCONT ({args.gap:g} s running "
         f"between stops, from the first body's start); TTL 60 s, max wait 120 s. Peak: the "
         f"most bodies at once in the sink list (✓ within the lock's limit)."
@@ -503,11 +288,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print(text)
     print(f"n8n log kept at {kept}; total {time.monotonic() - started:.0f} s")
-    args.results.mkdir(parents=True, exist_ok=True)
     stem = f"stall_bench-{day}" + ("-quick" if args.quick else "")
-    document = {"command": command(argv), "arguments": vars(args), "n8n_log_kept": kept, **result}
+    write_report(args.results, stem, text + "\n")
+    document = {
+        "command": command("stall_bench", argv),
+        "arguments": vars(args),
+        "n8n_log_kept": kept,
+        **result,
+    }
     (args.results / f"{stem}.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-    (args.results / f"{stem}.md").write_text(text + "\n")
     progress(f"wrote {args.results / stem}.json and .md")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from bench import figures
 from bench.figures import Holder
+from bench.harness import runs, stats
 
 REDIS = "n8n-nodes-base.redis"
 SET = "n8n-nodes-base.set"
@@ -204,9 +205,9 @@ def test_no_redis_load_figure_without_a_waiter() -> None:
 def test_percentile_is_a_measured_value() -> None:
     values = [float(v) for v in range(1, 101)]
 
-    assert figures.percentile(values, 90) == 90
-    assert figures.percentile(values, 99) == 99
-    assert figures.percentile([5.0, 1.0], 50) == 1
+    assert stats.percentile(values, 90) == 90
+    assert stats.percentile(values, 99) == 99
+    assert stats.percentile([5.0, 1.0], 50) == 1
 
 
 def test_node_cost_sums_a_nodes_runs_then_takes_the_median_over_calls() -> None:
@@ -216,7 +217,7 @@ def test_node_cost_sums_a_nodes_runs_then_takes_the_median_over_calls() -> None:
         v2_execution("3", ticket=3, at=2000, entered=2500, looks=3),
     ]
 
-    costs = figures.node_costs(calls)
+    costs = runs.node_costs(calls)
 
     assert costs["Hold"] == 300
     assert costs["Lock Read Line"] == 5  # median of 5, 5 and 15 (three looks)
