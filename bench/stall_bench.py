@@ -151,7 +151,7 @@ def bench(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> tuple[Figu
         n8n = test_bed.n8n
         root = init_workspace(test_bed.tmp / "ws", n8n, [])
         client = redis.Redis.from_url(test_bed.redis.url, decode_responses=True)
-        bed = LockBed(root, n8n, client, poll=1.0)
+        bed = LockBed(root, n8n, client)
         token = uuid.uuid4().hex[:6]
         keys = {}
         if any(s.lock == "mutex" for s in scenarios):

@@ -129,14 +129,24 @@ def force_option(f: F) -> F:
     )(f)
 
 
-def poll_option(f: F) -> F:
+def _removed_poll_interval(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    if value is not None:
+        raise OptionError(
+            "--poll-interval-seconds is gone: the engine decides how a waiter waits (it sleeps "
+            "until its expected turn, docs/lock-engine.md), so no interval is set any more",
+            hint="drop --poll-interval-seconds from the command; nothing else changes",
+        )
+
+
+def removed_poll_option(f: F) -> F:
+    """`--poll-interval-seconds`, hidden: scripts written for engine v1 that still pass it
+    get our error saying what to do, not click's "no such option"."""
     return click.option(
         "--poll-interval-seconds",
-        type=click.FloatRange(0.1, 60),
-        default=1.0,
-        show_default=True,
-        help="Kept for scripts written for engine v1; it changes nothing: waiters sleep until "
-        "their expected turn, then look every 20 ms.",
+        hidden=True,
+        expose_value=False,
+        callback=_removed_poll_interval,
+        help="Gone: the engine decides how a waiter waits.",
     )(f)
 
 

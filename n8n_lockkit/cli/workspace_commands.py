@@ -15,7 +15,7 @@ from n8n_lockkit.cli.common_options import (
     force_option,
     output_option,
     pass_app,
-    poll_option,
+    removed_poll_option,
 )
 from n8n_lockkit.cli.completion import primitive_names
 from n8n_lockkit.cli.output import show_lines
@@ -76,7 +76,7 @@ def init(
     help="Also install lock_renew (for add-lock-to-workflow --renew-before).",
 )
 @force_option
-@poll_option
+@removed_poll_option
 @dry_run_option
 @output_option()
 @pass_app
@@ -87,7 +87,6 @@ def create_lock(
     include_rate_limit: bool,
     include_renew: bool,
     force_overwrite: bool,
-    poll_interval_seconds: float,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -117,7 +116,7 @@ def create_lock(
         selected,
         primitives,
         force_overwrite=force_overwrite,
-        options=RenderOptions(poll_interval_seconds=poll_interval_seconds),
+        options=RenderOptions(),
     )
     apply_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)
 
@@ -126,7 +125,7 @@ def create_lock(
 @click.argument("name", required=False, shell_complete=primitive_names)
 @click.option("--list", "list_only", is_flag=True, help="List the primitives and exit.")
 @force_option
-@poll_option
+@removed_poll_option
 @dry_run_option
 @output_option()
 @pass_app
@@ -135,7 +134,6 @@ def copy_primitive(
     name: str | None,
     list_only: bool,
     force_overwrite: bool,
-    poll_interval_seconds: float,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -160,6 +158,6 @@ def copy_primitive(
         workspace,
         get_primitive(name),
         force_overwrite=force_overwrite,
-        options=RenderOptions(poll_interval_seconds=poll_interval_seconds),
+        options=RenderOptions(),
     )
     apply_plan(workspace, change_plan, dry_run=dry_run, fmt=fmt)

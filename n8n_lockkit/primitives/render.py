@@ -42,22 +42,13 @@ from n8n_lockkit.primitives.nodekit import (
 
 @dataclass(frozen=True)
 class RenderOptions:
-    """Render parameters; the defaults are the seed's.
+    """Render parameters; the defaults are the seed's. How a waiter waits is the engine's
+    to decide (engine.py), not an option."""
 
-    `poll_interval_seconds` is accepted for compatibility and changes nothing: since engine v2
-    a waiter sleeps until its expected turn and then looks every 20 ms.
-    """
-
-    poll_interval_seconds: float = 1.0
     default_ttl_seconds: int = 86400
     default_max_wait_seconds: int = 86400
 
     def check(self) -> None:
-        if not 0.1 <= self.poll_interval_seconds <= 60:
-            raise TemplateError(
-                f"poll interval {self.poll_interval_seconds} s is out of range",
-                hint="use 0.1 to 60 seconds; waits of 65 s or more leave n8n's memory",
-            )
         for name in ("default_ttl_seconds", "default_max_wait_seconds"):
             if getattr(self, name) < 1:
                 raise TemplateError(f"{name} must be at least 1")

@@ -174,3 +174,13 @@ def test_a_workflows_symlink_leaving_the_workspace_is_refused(
     assert result.exit_code == 5, explain(result)
     assert "outside the workspace" in result.stderr
     assert list(outside.iterdir()) == []
+
+
+def test_the_removed_poll_interval_option_says_what_to_do(workspace: Path, invoke: Invoke) -> None:
+    before = snapshot(workspace)
+    result = invoke("create-lock", "--poll-interval-seconds", "0.5", cwd=workspace)
+    assert result.exit_code == 3, explain(result)
+    error, hint = result.stderr.splitlines()
+    assert error.startswith("Error: --poll-interval-seconds is gone: the engine decides how")
+    assert hint == "Hint: drop --poll-interval-seconds from the command; nothing else changes"
+    assert snapshot(workspace) == before

@@ -165,9 +165,7 @@ def lockbed(
     """The primitives and the test callers, pushed to the test-bed n8n by `n8nlock push`."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(API_KEY_VARIABLE, n8n.api_key)
-        root = build_workspace(
-            tmp_path_factory.mktemp("lockbed") / "ws", n8n, [REGISTERED_SCOPE], poll=1.0
-        )
+        root = build_workspace(tmp_path_factory.mktemp("lockbed") / "ws", n8n, [REGISTERED_SCOPE])
         client = redis.Redis.from_url(redis_url, decode_responses=True)
-        yield LockBed(root, n8n, client, poll=1.0)
+        yield LockBed(root, n8n, client)
         client.close()

@@ -39,7 +39,7 @@ def run_cli(root: Path, *args: str) -> Result:
     return result
 
 
-def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str], poll: float) -> Path:
+def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str]) -> Path:
     """init → redis-credential → create-lock → callers → validate → push, all through the CLI."""
     init_workspace(root, n8n, lock_scopes)
     run_cli(
@@ -48,8 +48,6 @@ def build_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str], poll: 
         "--include-error-handler",
         "--include-rate-limit",
         "--include-renew",
-        "--poll-interval-seconds",
-        str(poll),
     )
     for caller in CALLERS.glob("*.template.json"):
         shutil.copy(caller, root / "workflows" / caller.name)
@@ -90,7 +88,6 @@ class LockBed:
     root: Path
     n8n: N8nInstance
     redis: redis.Redis
-    poll: float
 
     def webhook(self, path: str, body: dict[str, Any], timeout: float = 180.0) -> Call:
         start = time.monotonic()

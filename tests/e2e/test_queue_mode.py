@@ -316,7 +316,7 @@ def test_the_lock_redis_can_be_another_than_the_queues(
     root = init_workspace(tmp_path / "ws", n8n, [])
     client = redis.Redis.from_url(lock_redis.url, decode_responses=True)
     try:
-        bed = LockBed(root, n8n, client, poll=lockbed.poll)
+        bed = LockBed(root, n8n, client)
         key = install(bed, f"queue_other_redis_{uuid.uuid4().hex[:6]}")
         scope = f"queue-{unique_name}"
         contend(bed, key, scope, total=60, threads=12)

@@ -107,12 +107,6 @@ def test_node_ids_differ_between_primitives() -> None:
     assert len(ids) == len(set(ids))
 
 
-def test_poll_interval_is_accepted_and_changes_nothing() -> None:
-    """Since engine v2 a waiter sleeps until its turn: the option stays for old commands."""
-    slow = render_primitive(PRIMITIVES["lock_acquisition"], RenderOptions(0.25))
-    assert dump_workflow(slow) == dump_workflow(render_primitive(PRIMITIVES["lock_acquisition"]))
-
-
 def test_acquire_trigger_keeps_the_seed_contract() -> None:
     workflow = render_primitive(PRIMITIVES["lock_acquisition"])
     (trigger,) = [n for n in workflow["nodes"] if n["type"].endswith("executeWorkflowTrigger")]
@@ -147,7 +141,6 @@ def test_handler_code_carries_the_lock_scopes_placeholder() -> None:
     assert "const LOCK_SCOPES = {{@:env:lockScopes}};" in text
 
 
-@pytest.mark.parametrize("poll", [0.0, 61.0])
-def test_out_of_range_poll_interval_is_refused(poll: float) -> None:
-    with pytest.raises(TemplateError, match="poll interval"):
-        render_primitive(PRIMITIVES["lock_acquisition"], RenderOptions(poll))
+def test_a_default_below_one_second_is_refused() -> None:
+    with pytest.raises(TemplateError, match="default_ttl_seconds must be at least 1"):
+        render_primitive(PRIMITIVES["lock_acquisition"], RenderOptions(default_ttl_seconds=0))
