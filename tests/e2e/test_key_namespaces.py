@@ -1,11 +1,11 @@
 """Two environments on one Redis: a key namespace each (`keyPrefix:` in envs/<env>.yml).
 
-Two workspaces, staging and production as a team would have them, point at the same n8n and the
-same Redis with different `keyPrefix`. Each wraps its own copy of one workflow (a key and a
-webhook path of its own) and pushes it with its own primitives and cleanup handler. The same
-scope is then two locks: each still runs one body at a time, while the two run side by side;
-every key of the scope starts with its env's prefix; and the operator commands of one env see
-only that env's keys.
+Two workspaces, staging and production as a team would have them, point at the same Redis with
+different `keyPrefix`: on one n8n (each with its own copy of one workflow: a key and a webhook
+path of its own), and on two n8n instances, whose execution ids repeat. Each pushes its own
+primitives and cleanup handler. The same scope is then two locks: each still runs one body at a
+time, while the two run side by side; every key of the scope starts with its env's prefix; and
+the operator commands of one env see only that env's keys.
 """
 
 from __future__ import annotations
@@ -17,16 +17,20 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+import requests
 from click.testing import CliRunner
 
 from n8n_lockkit.cli import main
-from testbed.endpoints import N8nInstance
+from testbed.backend import Backend
+from testbed.endpoints import N8nInstance, RedisEndpoint
+from testbed.settings import topology
 from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, init_workspace, run_cli
 from tests.e2e.test_lock_engine import engine_workflow, most_at_once
 
@@ -36,6 +40,7 @@ class Env:
     root: Path
     prefix: str
     key: str  # the wrapped workflow's key, also its webhook path
+    n8n: N8nInstance
 
     def cli(self, *args: str) -> Any:
         result = CliRunner().invoke(main, ["--workspace", str(self.root), *args, "-o", "json"])
@@ -54,7 +59,7 @@ def _workspace(root: Path, n8n: N8nInstance, prefix: str, key: str) -> Env:
             "={{ $json.body.scope }}", "--ttl-seconds", "60", "--lock-on-error")  # fmt: skip
     run_cli(root, "validate", "--env", "e2e")
     run_cli(root, "push", "--env", "e2e", "--activate")
-    return Env(root, prefix, key)
+    return Env(root, prefix, key, n8n)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +74,8 @@ def envs(n8n: N8nInstance, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 def _call(bed: LockBed, env: Env, scope: str, who: int, hold_ms: int) -> int:
-    return bed.webhook(env.key, {"scope": scope, "who": who, "hold_ms": hold_ms}).status
+    body = {"scope": scope, "who": who, "hold_ms": hold_ms}
+    return LockBed(bed.root, env.n8n, bed.redis).webhook(env.key, body).status
 
 
 def _spans(bed: LockBed, scope: str, callers: range) -> list[tuple[int, int]]:
@@ -79,9 +85,64 @@ def _spans(bed: LockBed, scope: str, callers: range) -> list[tuple[int, int]]:
     return [(starts[c], ends[c]) for c in callers if c in starts and c in ends]
 
 
+@pytest.fixture(scope="module")
+def second_n8n(
+    testbed_backend: Backend,
+    redis_endpoint: RedisEndpoint,
+    n8n: N8nInstance,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[N8nInstance]:
+    """Another n8n of the same version on the same Redis, with a database of its own."""
+    if topology() == "queue":
+        pytest.skip("the second instance is a regular-mode n8n")
+    with ExitStack() as stack:
+        yield testbed_backend.n8n(
+            stack, n8n.version, redis_endpoint, tmp_path_factory.mktemp("n8n2")
+        )
+
+
+@pytest.fixture(scope="module")
+def instances(
+    n8n: N8nInstance, second_n8n: N8nInstance, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[Env]]:
+    """Staging on the test bed's n8n, production on a second one: one Redis."""
+    run = uuid.uuid4().hex[:6]
+    with pytest.MonkeyPatch.context() as patch:
+        made = []
+        for name, instance in (("staging", n8n), ("production", second_n8n)):
+            patch.setenv(API_KEY_VARIABLE, instance.api_key)
+            root = tmp_path_factory.mktemp(f"{name}2")
+            made.append(_workspace(root, instance, f"{name}-{run}:", f"ns2_{name}_{run}"))
+        yield made
+
+
+def _execution_ids(n8n: N8nInstance) -> set[str]:
+    response = requests.get(
+        f"{n8n.base_url}/api/v1/executions",
+        params={"limit": "250"},
+        headers={"X-N8N-API-KEY": n8n.api_key},
+        timeout=30,
+    )
+    response.raise_for_status()
+    return {str(e["id"]) for e in response.json()["data"]}
+
+
 def test_the_same_scope_in_two_namespaces_is_two_locks_each_still_exclusive(
     lockbed: LockBed, envs: list[Env], unique_name: str
 ) -> None:
+    _two_locks_each_exclusive(lockbed, envs, unique_name)
+
+
+def test_two_n8n_instances_whose_execution_ids_repeat_keep_their_locks_apart(
+    lockbed: LockBed, instances: list[Env], unique_name: str
+) -> None:
+    _two_locks_each_exclusive(lockbed, instances, unique_name)
+    staging, production = instances
+    repeated = _execution_ids(staging.n8n) & _execution_ids(production.n8n)
+    assert repeated, "the two instances' execution ids never repeated: the test proves less"
+
+
+def _two_locks_each_exclusive(lockbed: LockBed, envs: list[Env], unique_name: str) -> None:
     staging, production = envs
     callers = {id(staging): range(0, 8), id(production): range(100, 108)}
     with ThreadPoolExecutor(16) as pool:
