@@ -1,15 +1,9 @@
 """The lock engine as n8n nodes: one builder for the inline form and the sub-workflow primitives.
 
-Engine v2 is a ticket lock with N lanes (N = 1: a mutex). Keys, per scope (`keys.py`):
-
-    n8n-lock-<scope>:ticket      INCR per arrival; the ticket is also the fence
-    n8n-lock-<scope>:served:<k>  the last ticket that left lane k (SET; the lane's head is +N)
-    n8n-lock-<scope>:holder:<t>  ticket t's record once it entered (JSON, the lock's TTL)
-    n8n-lock-<scope>:meta:<k>    a copy of lane k's holder record (operators, format 2)
-    n8n-lock-<scope>:gone:<t>    ticket t gave up or was skipped
-    n8n-lock-<scope>:hold_ms     average hold time, to sleep until one's turn
-
-    n8n-lock-<scope>:fast        a mutex's fast path: the last ticket out, read by the ticket's INCR
+Engine v2 is a ticket lock with N lanes (N = 1: a mutex): every arrival draws a ticket, a
+lane serves its tickets in order, each ticket that enters writes its own record (the lease), and
+a waiter sleeps until its expected turn. The keys are `keys.py`'s (`KeySchema`), and the chains
+below are tables: one `Row` per node, their links a list (`chain.py`).
 
 Uncontended, a mutex costs three Redis node executions (ticket, hold, release: the ticket's
 INCR node tells an arrival that it is next, so it skips the read) and no Code node: the
