@@ -43,9 +43,18 @@ LOCKS: dict[str, tuple[int, int | None, bool]] = {
 }
 
 
+# The push placeholder of the env's key namespace (format 4 on): resolved as a push resolves
+# it for an env without keyPrefix, so that the model runs the keys of today.
+NAMESPACE_PLACEHOLDER = "{{@:env:keyPrefix}}"
+
+
+def _resolved(value: Any) -> Any:
+    return json.loads(json.dumps(value).replace(NAMESPACE_PLACEHOLDER, ""))
+
+
 def _group(group: Any) -> dict[str, Any]:
     return {
-        "nodes": group.nodes,
+        "nodes": _resolved(group.nodes),
         "connections": group.connections,
         "entry": group.entry,
         "exits": {
