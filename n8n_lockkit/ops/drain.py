@@ -2,16 +2,10 @@
 cannot see: until they are gone, none of them may still hold or wait.
 
 - **An older format** than the engine sees natively (`formats.NATIVE_CALLERS_FORMAT`). The
-  engine decides on format 3's keys alone (keys.py), so it sees none of these:
-  - a format-1 holder (the old counter `n8n-lock-<scope>` and its record at `:meta`) or a
-    format-1 caller still *waiting*: it loops inside the old lock_acquisition and would enter
-    as soon as the old counter is free, beside a new holder. Format 1 counted its waiters:
-    `n8nlock:arrived:<scope>` on joining the line, `n8nlock:left:<scope>` on leaving it;
-  - a format-2 holder (its record is the lane's `meta:<k>`, without a `format` field, not
-    released) and the callers in line behind one. A format-2 release leaves a released record
-    at `meta:<k>` only, where format 3 also writes one at `holder:<t>`: such a record says
-    format 2 is still around.
-  Those formats had no key namespace: they are looked for in the keys without one.
+  engine decides on format 3's keys alone (keys.py), so it sees none of their callers: a
+  holder, or a caller still waiting (an old one would enter beside a new holder as soon as
+  its own lock looks free). compat.py says what those formats wrote and finds their holders
+  and lines; they had no key namespace, so they are looked for in the keys without one.
 - **Another key namespace** (`keyPrefix`, changed in the env since n8n got the workflow): its
   callers still running hold and wait in the old namespace, where the new lock never looks.
   Every held lane and every line in the old namespace blocks the push.
@@ -27,14 +21,13 @@ Example:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 
 from n8n_lockkit.errors import ExitCode, LockkitError
+from n8n_lockkit.ops import compat
 from n8n_lockkit.ops.redis_access import (
     URL_VARIABLE,
     NoRedisAddress,
@@ -42,13 +35,11 @@ from n8n_lockkit.ops.redis_access import (
     open_redis,
     target_for,
 )
-from n8n_lockkit.ops.snapshot import Lane, ScopeState
 from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import formats, keys
 from n8n_lockkit.remote.push import Replacements
 from n8n_lockkit.workspace.envconfig import EnvFile
 
-SCAN_COUNT = 500
 # How many holders and scopes a refusal names; `n8nlock locks` lists them all.
 SHOWN = 5
 WHY = (
@@ -92,16 +83,16 @@ class OldHolder:
 
 @dataclass(frozen=True)
 class OldFormatActivity:
-    holders: list[OldHolder]  # format-1 and format-2 holders
-    waiting: dict[str, int]  # scope -> format-1 callers waiting for it
-    v2_waiting: dict[str, int] = field(default_factory=dict)  # scope -> in line near format 2
+    holders: list[OldHolder]  # holders of an older format (compat)
+    waiting: dict[str, int]  # scope -> callers waiting for it, counted by compat.format1_waiting
+    v2_waiting: dict[str, int] = field(default_factory=dict)  # compat.format2_lines
 
     moved: list[str] = field(default_factory=list)  # held lanes and lines of an old namespace
 
     @property
     def held(self) -> list[str]:
-        """The scopes a format-1 lock holds."""
-        return [h.scope for h in self.holders if h.format == formats.LEGACY_FORMAT]
+        """The scopes a lock of compat.FORMAT1 holds."""
+        return [h.scope for h in self.holders if h.format == compat.FORMAT1]
 
     @property
     def blocking_holders(self) -> list[OldHolder]:
@@ -112,78 +103,13 @@ class OldFormatActivity:
         return not (self.waiting or self.v2_waiting or self.holders or self.moved)
 
 
-def _count(value: bytes | str | None) -> int:
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
-
-
-def _record(raw: bytes | str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or "")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _format1(client: redis.Redis) -> tuple[list[OldHolder], dict[str, int]]:
-    """Format-1 holders (`n8n-lock-<scope>:meta`; engine v2's records end in a number and never
-    match) and waiters (arrived - left), found with SCAN, never KEYS."""
-    names = sorted(
-        client.scan_iter(match=f"{keys.LOCK_PREFIX}*{keys.META_SUFFIX}", count=SCAN_COUNT)
-    )
-    records = client.mget(names) if names else []
-    holders = [
-        OldHolder(
-            name.removeprefix(keys.LOCK_PREFIX).removesuffix(keys.META_SUFFIX),
-            formats.LEGACY_FORMAT,
-            _record(raw),
-        )
-        for name, raw in zip(names, records, strict=True)
-    ]
-    scopes = [
-        key.removeprefix(keys.ARRIVED_PREFIX)
-        for key in client.scan_iter(match=f"{keys.ARRIVED_PREFIX}*", count=SCAN_COUNT)
-    ]
-    waiting: dict[str, int] = {}
-    if scopes:
-        arrived = client.mget([keys.SCHEMA.arrived_key(s) for s in scopes])
-        left = client.mget([keys.SCHEMA.left_key(s) for s in scopes])
-        for scope, came, went in zip(scopes, arrived, left, strict=True):
-            if _count(came) > _count(went):
-                waiting[scope] = _count(came) - _count(went)
-    return holders, dict(sorted(waiting.items()))
-
-
-def _format2_record(lane: Lane) -> bool:
-    """The lane's record is format 2's: a holder's (no `format`, not released), or a
-    released one that no format-3 record of its ticket (`holder:<t>`) stands beside."""
-    if lane.format == 2:
-        return True
-    copy = lane.copy
-    if copy is None or "format" in copy or not copy.get("released"):
-        return False
-    return lane.last_record is None or lane.last_record.raw is None
-
-
-def _format2(states: Sequence[ScopeState]) -> tuple[list[OldHolder], dict[str, int]]:
-    holders: list[OldHolder] = []
-    waiting: dict[str, int] = {}
-    for state in states:
-        holders += [
-            OldHolder(state.scope, 2, lane.meta or {}) for lane in state.lanes if lane.format == 2
-        ]
-        if state.waiting and any(_format2_record(lane) for lane in state.lanes):
-            waiting[state.scope] = state.waiting
-    return holders, waiting
-
-
 def old_format_activity(client: redis.Redis) -> OldFormatActivity:
     """Every caller of an older format than the engine sees natively: holders and waiters."""
-    v1_holders, v1_waiting = _format1(client)
-    v2_holders, v2_waiting = _format2(LockStore(client).scan("*").states)
-    return OldFormatActivity([*v1_holders, *v2_holders], v1_waiting, v2_waiting)
+    holders = [OldHolder(s, compat.FORMAT1, r) for s, r in compat.format1_holders(client)]
+    waiting = compat.format1_waiting(client)
+    states = LockStore(client).scan("*").states
+    holders += [OldHolder(s, compat.FORMAT2, r) for s, r in compat.format2_holders(states)]
+    return OldFormatActivity(holders, waiting, compat.format2_lines(states))
 
 
 def namespace_activity(client: redis.Redis, namespace: str) -> list[str]:
@@ -209,15 +135,15 @@ def require_drained(activity: OldFormatActivity) -> None:
     wait where."""
     if activity.drained:
         return
-    v1_holder = {h.scope: h for h in activity.holders if h.format == formats.LEGACY_FORMAT}
+    holder_of = {h.scope: h for h in activity.holders if h.format == compat.FORMAT1}
     items = [
-        f"{scope}: {n} caller(s) of format 1 waiting"
-        + (f", behind {v1_holder[scope].described()}" if scope in v1_holder else "")
+        f"{scope}: {n} caller(s) of format {compat.FORMAT1} waiting"
+        + (f", behind {holder_of[scope].described()}" if scope in holder_of else "")
         for scope, n in activity.waiting.items()
     ]
     items += [holder.described() for holder in activity.blocking_holders]
     items += [
-        f"{scope}: {n} caller(s) in line beside format 2"
+        f"{scope}: {n} caller(s) in line beside format {compat.FORMAT2}"
         for scope, n in activity.v2_waiting.items()
     ]
     items += activity.moved

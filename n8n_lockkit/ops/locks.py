@@ -1,9 +1,10 @@
 """`n8nlock locks`: every held lane, with its holder and the link to its execution in n8n.
 
-The holder is read from its own record (format 3: `holder:<t>`, the lease the engine decides
-on; format 2: the lane's `meta:<k>`), never from a format-3 lane copy alone, which a caller
-skipped while it stalled may have written late. JSON keeps format 2's fields (`key` is still
-the lane's key) and adds `record_key` (where the holder's record is) and `format`.
+The holder is read from its own record (`holder:<t>`, the lease the engine decides on; or the
+lane's `meta:<k>` when that holds by itself, an older format's: compat.py), never from a lane
+copy alone, which a caller skipped while it stalled may have written late. JSON keeps the fields
+it had before format 3 (`key` is still the lane's key) and adds `record_key` (where the holder's
+record is) and `format`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from n8n_lockkit.errors import LockkitError
+from n8n_lockkit.ops import compat
 from n8n_lockkit.ops.snapshot import ForeignKey, Lane, Scan, ScopeState
 from n8n_lockkit.ops.store import LockStore
-from n8n_lockkit.primitives import keys
 
 
 class ForeignKeys(LockkitError):
@@ -94,7 +95,8 @@ def scope_as_dict(state: ScopeState) -> dict[str, Any]:
 
 
 def locks_document(scan: Scan, n8n_url: str) -> dict[str, Any]:
-    """`locks -o json`: the held lanes, the scopes in use, and the format-1 locks still held."""
+    """`locks -o json`: the held lanes, the scopes in use, and the older locks still held
+    (compat.format1_held)."""
     return {
         "locks": [
             lock_as_dict(lane, n8n_url, state.waiting)
@@ -106,14 +108,8 @@ def locks_document(scan: Scan, n8n_url: str) -> dict[str, Any]:
     }
 
 
-def v1_warning(scopes: list[str]) -> str:
-    shown = ", ".join(scopes[:5]) + (f" and {len(scopes) - 5} more" if len(scopes) > 5 else "")
-    return (
-        f"{len(scopes)} lock(s) of the format before engine v2 still held ({shown}): engine "
-        f"v2 waits for them, but an older n8nlock's lock does not see engine v2's; `n8nlock "
-        f"upgrade`, then push (docs/upgrading.md) (keys {keys.LOCK_PREFIX}<scope>"
-        f"{keys.META_SUFFIX})"
-    )
+# What the CLI warns of the older locks a scan found (Scan.v1_held).
+v1_warning = compat.format1_warning
 
 
 def _rounded(value: float | None) -> float | None:

@@ -1,11 +1,12 @@
 """`n8nlock reap`: free the lanes no running execution holds any more.
 
-- A lane whose holder's record (format 3: the ticket's own `holder:<t>`, not the lane's copy;
-  format 2: the lane's `meta:<k>`) names an execution that has ended (success, error, crashed,
-  canceled) or no longer exists is released at once, as its holder would have released it:
-  n8n's API (`GET /executions/{id}`, asked per id, since the list endpoint has left out waiting
-  executions, n8n issue #14748) is the proof. The release is one Lua script that compares the
-  record's lock_id and ticket, so a lane that changed hands meanwhile is left alone.
+- A lane whose holder's record (the ticket's own `holder:<t>`, not the lane's copy; or the
+  lane's `meta:<k>` when that holds by itself, compat.py) names an execution that has ended
+  (success, error, crashed, canceled) or no longer exists is released at once, as its holder
+  would have released it: n8n's API (`GET /executions/{id}`, asked per id, since the list
+  endpoint has left out waiting executions, n8n issue #14748) is the proof. The release is
+  one Lua script that compares the record's lock_id and ticket, so a lane that changed hands
+  meanwhile is left alone.
 - A lane record without TTL that holds nothing (a released or an unreadable one, or a stale
   copy of a format-3 record) has no holder to ask about. Reap looks twice, `grace` seconds
   apart, and deletes it only if it did not change.

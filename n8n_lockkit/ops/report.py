@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from n8n_lockkit.ops import compat
 from n8n_lockkit.ops.locks import execution_url
 from n8n_lockkit.ops.reap import Decision
 from n8n_lockkit.ops.snapshot import Lane, Scan, describe_copy
@@ -91,14 +92,14 @@ def locks_lines(scan: Scan, n8n_url: str) -> list[str]:
 
 
 def stale_copy_line(lane: Lane) -> str:
-    """A format-3 holder whose lane copy (what format-2 callers read) is not its record."""
+    """A format-3 holder whose lane copy (what compat.COPY_READERS read) is not its record."""
     where = f"! {lane.scope}: lane {lane.lane}'s holder is ticket {lane.ticket} ({lane.record_key})"
     if lane.meta_raw is None:
-        return f"{where}, and {lane.key} has no copy of it: callers of format 2 do not see it"
+        return f"{where}, and {lane.key} has no copy of it: {compat.COPY_READERS} do not see it"
     return (
         f"{where}; its copy {lane.key} names {describe_copy(lane.copy)} (a late write of a "
-        "caller that was skipped while it stalled, or a write under way): callers of format 2 "
-        "read that copy"
+        f"caller that was skipped while it stalled, or a write under way): "
+        f"{compat.COPY_READERS} read that copy"
     )
 
 

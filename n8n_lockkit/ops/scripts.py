@@ -2,8 +2,11 @@
 
 Each runs atomically in Redis, on Redis's own clock. Every write first checks that what it
 changes is still what was read: a lane that changed hands, or a scope that a caller arrived at,
-is left alone. The keys are those of engine v2 (primitives/keys.py).
+is left alone. The keys are those of engine v2 (primitives/keys.py); where an older format's
+record may stand, the Lua that reads it comes from compat.py.
 """
+
+from n8n_lockkit.ops import compat
 
 # Shared by the scripts below: whether a JSON value is set the way JavaScript reads it
 # (cjson decodes null to cjson.null, which Lua takes for true), and a key of the scope.
@@ -71,17 +74,17 @@ return out
 )
 
 # Release a lane as release.js does, if its record is still the holder that was shown.
-# KEYS: meta:<k>, served:<k>, the stats counter, holder:<t> (format 2: meta:<k> again).
-# ARGV: lock_id, ticket, the released record, its TTL (s), the stats TTL (s), the format.
-# `served` only moves forward: a lane never serves a ticket twice. Format 3: the ticket's own
-# record decides; the lane's copy is marked released only when it is that ticket's (or
+# KEYS: meta:<k>, served:<k>, the stats counter, the holder's record (Lane.record_key:
+# holder:<t>, or meta:<k> again when the lane's record is the holder's own, compat.py).
+# ARGV: lock_id, ticket, the released record, its TTL (s), the stats TTL (s).
+# `served` only moves forward: a lane never serves a ticket twice. The holder's record decides;
+# the lane's copy, when it is another key, is marked released only when it is that ticket's (or
 # absent), so that a later holder's copy is never overwritten.
 RELEASE_IF_HOLDER = (
     _LUA_HELPERS
     + """
 local ticket = tonumber(ARGV[2])
-local record_key = KEYS[1]
-if ARGV[6] == '3' then record_key = KEYS[4] end
+local record_key = KEYS[4]
 if redis.call('TYPE', record_key)['ok'] ~= 'string' then return 'gone' end
 local record = decoded(redis.call('GET', record_key))
 if record == nil then return 'unreadable' end
@@ -92,7 +95,7 @@ if truthy(record.released) then
 end
 local served = tonumber(redis.call('GET', KEYS[2]) or '')
 if served == nil or served < ticket then redis.call('SET', KEYS[2], ARGV[2]) end
-if ARGV[6] == '3' then
+if KEYS[1] ~= record_key then
   local kind = redis.call('TYPE', KEYS[1])['ok']
   local mine = kind == 'none'
   if kind == 'string' then
@@ -135,10 +138,10 @@ return 1
 # INCRs it before anything else, so an arrival at any moment before this script makes its lane
 # non-empty, and one after it starts the scope afresh at ticket 1.
 #
-# Held (format 3): the record of a lane's head or of its last ticket out (which may have
-# entered late) is there and not released, or the record of the ticket the lane's copy names
-# is, or any holder:<t> record the scan saw; format 2: the lane's record is not released (an
-# unreadable one counts as held).
+# Held: the record of a lane's head or of its last ticket out (which may have entered late) is
+# there and not released, or the record of the ticket the lane's copy names is, or any
+# holder:<t> record the scan saw; or the lane's record holds by itself (compat.py), and an
+# unreadable one counts as held.
 #
 # A `gone` mark keeps the scope: a caller skipped while it stalled (format 3) reads its mark
 # when it writes its record late, and withdraws. Deleting the mark, or restarting the tickets
@@ -146,6 +149,7 @@ return 1
 # marks live at least keys.GONE_MIN_TTL_SECONDS, and the scope is forgotten once they expired.
 FORGET_IF_IDLE = (
     _LUA_HELPERS
+    + compat.LUA_IS_FORMAT2_HOLDER
     + """
 local n = tonumber(ARGV[1])
 local base = ARGV[4]
@@ -171,11 +175,9 @@ for k = 0, n - 1 do
   local meta = redis.call('GET', KEYS[3 + n + k])
   if meta then
     local record = decoded(meta)
-    if record == nil then return held end
-    if not truthy(record.released) then
-      if record.format == nil or record.format == cjson.null then return held end
-      if type(record.ticket) == 'number' and active(record.ticket) then return held end
-    end
+    if record == nil or is_format2_holder(record) then return held end
+    if not truthy(record.released) and type(record.ticket) == 'number'
+      and active(record.ticket) then return held end
   end
   while gone[ticket_key(base, 'gone', served + n)] do served = served + n end
   if t - served >= n then

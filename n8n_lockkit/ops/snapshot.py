@@ -5,8 +5,8 @@ A scope is a ticket, N lanes (each a `served` scalar and a `meta` record) and a 
 decides on); the lane's `meta` record is then only a copy of it, which a caller skipped while it
 stalled may have overwritten late. So the holder of lane k is read from the records of its
 head (served + N) and of its last ticket out (`served`, which may have entered late and hold
-still); a record of format 2 (no `format` field) lives only at `meta:<k>` and is the holder's
-own. LockStore (store.py) reads these; this module only says what they mean.
+still). Where the lane's record may be an older format's holder's own, compat.py says so.
+LockStore (store.py) reads these; this module only says what they mean.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from n8n_lockkit.ops import compat
 from n8n_lockkit.primitives import keys
 
 
@@ -65,10 +66,10 @@ class Lane:
 
     `meta` is the holder's record: format 3's `holder:<t>` of the head, else of the last ticket
     out (it entered late after a skip, or a release is under way; the head waits for it until
-    its record says released), else the lane's record when it is of format 2 (no `format`
-    field). The lane's copy of a format-3 record (`copy`) holds nothing by itself: a caller
-    skipped while it stalled may have written it late. Without a holder, `meta` is the lane's
-    record (released, stale or None)."""
+    its record says released), else the lane's record when that holds by itself (an older
+    format's: compat.is_format2_holder). The lane's copy of a format-3 record (`copy`) holds
+    nothing by itself: a caller skipped while it stalled may have written it late. Without a
+    holder, `meta` is the lane's record (released, stale or None)."""
 
     scope: str
     lane: int
@@ -95,7 +96,8 @@ class Lane:
 
     @property
     def key(self) -> str:
-        """The lane's key `meta:<k>` (format 2: the holder's record; format 3: its copy)."""
+        """The lane's key `meta:<k>`: a copy of the holder's record, or the record itself when
+        it holds by itself (compat.is_format2_holder)."""
         return self.schema.lane_meta_key(self.scope, self.lane)
 
     @property
@@ -104,10 +106,11 @@ class Lane:
 
     @property
     def format(self) -> int | None:
-        """3: the holder's record is its ticket's own; 2: it is the lane's; None: not held."""
+        """3: the holder's record is its ticket's own; compat.FORMAT2: it is the lane's; None:
+        not held."""
         if self.holder is not None:
             return 3
-        return 2 if self.held else None
+        return compat.FORMAT2 if compat.is_format2_holder(self.copy) else None
 
     @property
     def record_key(self) -> str:
@@ -120,11 +123,9 @@ class Lane:
 
     @property
     def held(self) -> bool:
-        """A ticket's own record that holds (format 3), or a format-2 record not released."""
-        if self.holder is not None:
-            return True
-        copy = self.copy
-        return copy is not None and copy.get("format") is None and not copy.get("released")
+        """A ticket's own record that holds (format 3), or a lane's record that holds by itself
+        (compat.is_format2_holder)."""
+        return self.holder is not None or compat.is_format2_holder(self.copy)
 
     @property
     def ticket(self) -> int | None:
@@ -161,10 +162,10 @@ class Lane:
 
     @property
     def copy_is_stale(self) -> bool:
-        """A format-3 holder whose lane copy is missing or another lock's (callers of format 2,
-        and lock_release calls without a ticket, read the copy). A released copy of the holder
-        itself is no stale one: its release is under way (release.js marks the record, then
-        the copy, then advances the lane)."""
+        """A format-3 holder whose lane copy is missing or another lock's (lock_release calls
+        without a ticket read the copy, and so do compat.COPY_READERS). A released copy of the
+        holder itself is no stale one: its release is under way (release.js marks the record,
+        then the copy, then advances the lane)."""
         return self.holder is not None and not self.copy_names_holder
 
     @property
@@ -179,8 +180,7 @@ class Lane:
             found.append("no TTL")
         if self.held and self.ticket != self.head:
             if self.holder is None:
-                # Format 2's waiters only see a record whose ticket is the lane's head.
-                found.append(f"ticket {self.ticket} is not the lane's head {self.head}")
+                found.append(compat.format2_off_head(self.ticket, self.head))
             else:
                 found.append(
                     f"ticket {self.ticket} still holds after its lane moved on (its release is "
@@ -262,7 +262,7 @@ class ScopeState:
 @dataclass(frozen=True)
 class Scan:
     """What a scope glob found: engine v2's scopes, keys under its prefix it did not write,
-    and the scopes a format-1 lock (before engine v2) is still held on."""
+    and the scopes an older lock is still held on (compat.format1_held)."""
 
     states: list[ScopeState]
     foreign: list[ForeignKey]

@@ -9,8 +9,8 @@ callers that waited count `waited` and a histogram bucket
 the first bucket and are added there. A percentile is known only up to its bucket: the figure
 shown is the bucket's upper bound, an upper-bound estimate.
 
-Before engine v2, `acquired` was counted directly and every acquisition had its bucket; such
-hours (those before a scope's first `arrived`) are summed as they are.
+The hours of an older format, which counted `acquired` itself (compat.format1_hours), are
+summed as they are.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from fnmatch import fnmatchcase
 from typing import Any
 
+from n8n_lockkit.ops import compat
 from n8n_lockkit.ops.store import LockStore
 from n8n_lockkit.primitives import keys
 
@@ -137,7 +138,7 @@ def collect(store: LockStore, glob: str | None, hours: int, now_ms: int) -> list
 def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
     """One scope's counters (yyyymmddhh -> metric -> count), summed over its hours."""
     entry = ScopeStats(scope)
-    first_v2 = min((hour for hour, counts in hours.items() if "arrived" in counts), default=None)
+    older = compat.format1_hours(hours)
     v2 = dict.fromkeys(("arrived", "busy", "timeout", "skipped", "duplicate", "waited"), 0)
     for hour, counts in hours.items():
         for metric, value in counts.items():
@@ -146,7 +147,7 @@ def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
                 entry.counts[metric] += value
             elif metric.startswith(BUCKET_PREFIX) and label in _BOUND_BY_LABEL:
                 entry.waits[_BOUND_BY_LABEL[label]] += value
-        if first_v2 is not None and hour >= first_v2:
+        if hour not in older:
             for metric in v2:
                 v2[metric] += counts.get(metric, 0)
     # Summed over the window, not per hour: a give-up may be counted an hour after its arrival.

@@ -17,7 +17,7 @@ from typing import Any
 
 import redis
 
-from n8n_lockkit.ops import scripts
+from n8n_lockkit.ops import compat, scripts
 from n8n_lockkit.ops.snapshot import (
     ForeignKey,
     Lane,
@@ -66,6 +66,19 @@ class _Found:
     holders: set[int] = field(default_factory=set)
     v2: bool = False
 
+    def note(self, kind: str, number: int | None) -> None:
+        """One of the scope's keys: a served:<k> or meta:<k> key is numbered by lane, a
+        holder:<t> or gone:<t> key by ticket."""
+        self.v2 = True
+        if number is None:
+            return
+        if kind in ("served", "meta"):
+            self.lanes.add(number)
+        elif kind == "gone":
+            self.gone.add(number)
+        elif kind == "holder":
+            self.holders.add(number)
+
 
 class LockStore:
     """n8nlock's keys in one Redis: read only what it wrote, change only what is unchanged."""
@@ -109,28 +122,23 @@ class LockStore:
     def _collect(self, pattern: str, wanted: Any) -> Scan:
         found: dict[str, _Found] = {}
         foreign: list[ForeignKey] = []
-        v1: list[tuple[str, str, str]] = []
+        older: list[tuple[str, str, str]] = []  # keys of an older format: compat reads them
         for key in self.scan_keys(pattern):
             if _UNDECODABLE in key:
                 foreign.append(ForeignKey(key, "a name that is not UTF-8"))
                 continue
             parsed = self.schema.parse_key(key)
+            old = None if parsed is None else compat.format1_key(parsed)
+            if old is not None:
+                if wanted(old[0]):
+                    older.append((key, *old))
+                continue
             if parsed is None or not wanted(parsed[0]):
                 continue
             scope, kind, number = parsed
-            if kind.startswith("v1_"):
-                v1.append((key, scope, kind))
-                continue
-            entry = found.setdefault(scope, _Found())
-            entry.v2 = True
-            # A holder:<t> or gone:<t> key is numbered by ticket, not by lane.
-            if kind in ("served", "meta") and number is not None:
-                entry.lanes.add(number)
-            elif kind == "gone" and number is not None:
-                entry.gone.add(number)
-            elif kind == "holder" and number is not None:
-                entry.holders.add(number)
-        v1_held = self._v1_held(v1, foreign)
+            found.setdefault(scope, _Found()).note(kind, number)
+        older_held, not_ours = compat.format1_held(self._client, older)
+        foreign += [ForeignKey(key, kind) for key, kind in not_ours]
         states: list[ScopeState] = []
         for scope in sorted(found):
             state = self._read(scope, found[scope])
@@ -138,26 +146,7 @@ class LockStore:
                 foreign.append(state)
             else:
                 states.append(state)
-        return Scan(states, foreign, v1_held)
-
-    def _v1_held(self, v1: list[tuple[str, str, str]], foreign: list[ForeignKey]) -> list[str]:
-        """Format-1 scopes whose record is still there; a bare name that is not a counter is
-        someone else's key."""
-        if not v1:
-            return []
-        pipe = self._client.pipeline(transaction=False)
-        for key, _, _ in v1:
-            pipe.type(key)
-            pipe.get(key)
-        replies = pipe.execute(raise_on_error=False)
-        held: set[str] = set()
-        for index, (key, scope, kind) in enumerate(v1):
-            kind_found, value = replies[2 * index], replies[2 * index + 1]
-            if kind == "v1_meta" and kind_found == "string" and parse_meta(value) is not None:
-                held.add(scope)
-            elif kind == "v1_counter" and (kind_found != "string" or not _is_count(value)):
-                foreign.append(ForeignKey(key, f"a {kind_found}, not a key of n8nlock's"))
-        return sorted(held)
+        return Scan(states, foreign, older_held)
 
     def _read(self, scope: str, seen: _Found) -> ScopeState | ForeignKey:
         slots = max(seen.lanes, default=0) + 1
@@ -236,7 +225,7 @@ class LockStore:
 
     def release_if_holder(self, lane: Lane, metric: str) -> str:
         """Release `lane` as its holder would, if its record still names the holder shown;
-        count `metric`. Format 3: `served` advanced (never back), the ticket's own record and
+        count `metric`: `served` advanced (never back), the holder's record (`record_key`) and
         the lane's copy (only when it is that ticket's, or absent) marked released. Returns
         done, or why nothing changed: released (by its holder), withdrawn (a caller skipped
         while it stalled withdrew), gone (the record expired), other (another holder now),
@@ -255,7 +244,6 @@ class LockStore:
             json.dumps(record, separators=(",", ":")),
             keys.RELEASED_META_TTL_SECONDS,
             keys.STATS_TTL_SECONDS,
-            3 if lane.holder is not None else 2,
         ]
         stats = self.schema.stats_key(current_hour(now), metric, lane.scope)
         names = [lane.key, lane.served_key, stats, lane.record_key]

@@ -45,9 +45,8 @@ before it brings format 4 (ops/drain.py). The scripts in `templates/js/` write e
   workflow_id, done_at), written by the release before it frees the line, with the guard's
   window as TTL.
 
-Format 1 (before engine v2) used `n8n-lock-<scope>` (a counter), `:meta`, `:fence` and
-`n8nlock:arrived:`/`n8nlock:left:`; format 2 kept the holder's record in the lane's `meta:<k>`.
-Only the operator commands and the drain read them (the `*_v1` names below).
+Format 1 (before engine v2) and format 2 wrote other keys and records; only the operator
+commands read them, in one module (ops/compat.py).
 """
 
 from __future__ import annotations
@@ -83,12 +82,8 @@ GONE_MIN_TTL_SECONDS = 86400
 # A released (or withdrawn) record stays this long: a head whose record says released has left
 # even when `served` says otherwise (a late skip wrote it back), and is skipped at once.
 RELEASED_META_TTL_SECONDS = 60
-META_SUFFIX = ":meta"
-FENCE_SUFFIX = ":fence"
 INDEX_PREFIX = "n8nlock:exec:"
 STATS_PREFIX = "n8nlock:stats:"
-ARRIVED_PREFIX = "n8nlock:arrived:"
-LEFT_PREFIX = "n8nlock:left:"
 STATS_TTL_SECONDS = 8 * 86400
 # A duplicate guard (add-dedupe) is a lock on `dedupe-<workflow key>-<key>`; a success leaves
 # `n8nlock:done:<that scope>` (TTL: the window), which turns the key's duplicates away.
@@ -146,7 +141,6 @@ _LANE_KINDS = {
     GONE_SUFFIX: "gone",
 }
 _SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
-_V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 
 
 _LANE_KINDS = {
@@ -156,7 +150,6 @@ _LANE_KINDS = {
     GONE_SUFFIX: "gone",
 }
 _SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
-_V1_KINDS = {META_SUFFIX: "v1_meta", FENCE_SUFFIX: "v1_fence"}
 
 
 @dataclass(frozen=True)
@@ -179,7 +172,6 @@ class KeySchema:
     holder: ClassVar[str] = HOLDER_SUFFIX
     gone: ClassVar[str] = GONE_SUFFIX
     meta: ClassVar[str] = LANE_META_SUFFIX
-    v1_meta: ClassVar[str] = META_SUFFIX
     hold: ClassVar[str] = HOLD_SUFFIX
     fast: ClassVar[str] = FAST_SUFFIX
     slots: ClassVar[str] = SLOTS_SUFFIX
@@ -205,14 +197,6 @@ class KeySchema:
     @property
     def rate(self) -> str:
         return self.namespace + RATE_PREFIX
-
-    @property
-    def arrived(self) -> str:
-        return self.namespace + ARRIVED_PREFIX
-
-    @property
-    def left(self) -> str:
-        return self.namespace + LEFT_PREFIX
 
     @property
     def prefixes(self) -> tuple[str, ...]:
@@ -243,19 +227,6 @@ class KeySchema:
     def fast_key(self, scope: str) -> str:
         return f"{self.lock}{scope}{FAST_SUFFIX}"
 
-    def meta_key(self, scope: str) -> str:
-        """Format 1's record of the scope's holder."""
-        return f"{self.lock}{scope}{META_SUFFIX}"
-
-    def fence_key(self, scope: str) -> str:
-        return f"{self.lock}{scope}{FENCE_SUFFIX}"
-
-    def arrived_key(self, scope: str) -> str:
-        return f"{self.arrived}{scope}"
-
-    def left_key(self, scope: str) -> str:
-        return f"{self.left}{scope}"
-
     def stats_key(self, hour: str, metric: str, scope: str) -> str:
         return f"{self.stats}{hour}:{metric}:{scope}"
 
@@ -270,8 +241,9 @@ class KeySchema:
         """(scope, kind, number) of a key under `lock`, or None for another prefix.
 
         Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone (number = ticket);
-        format 1's v1_meta, v1_fence, and v1_counter (any other name: format 1's counter was
-        the bare scope). A scope may hold colons, so the kind is read from the end."""
+        any other name is `v1_counter` (scope = the whole name: format 1's counter was the bare
+        scope; ops/compat.py tells its other keys apart). A scope may hold colons, so the kind
+        is read from the end."""
         if not key.startswith(self.lock):
             return None
         name = key[len(self.lock) :]
@@ -284,9 +256,6 @@ class KeySchema:
                 scope = (head + colon).removesuffix(suffix)
                 if len(scope) < len(head + colon) and scope:
                     return scope, kind, int(number)
-        for suffix, kind in _V1_KINDS.items():
-            if name.endswith(suffix) and len(name) > len(suffix):
-                return name[: -len(suffix)], kind, None
         return (name, "v1_counter", None) if name else None
 
     def scan_pattern(self, scope: str) -> str:
