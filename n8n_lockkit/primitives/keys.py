@@ -34,7 +34,7 @@ before it brings format 4 (ops/drain.py). The scripts in `templates/js/` write e
   more than `served`): when its own ticket is the next one, it is the head and enters without
   reading the line. A value that is stale (an older release, a heal) only sends arrivals the
   long way; the first arrival on a new scope always goes the long way (the value is then
-  below FAST_SCALE), which is also where it sees a holder of format 1.
+  below FAST_SCALE).
 - `n8nlock:exec:<workflow id>:<execution id>`: hash scope -> JSON {lock_id, ticket, slots}, TTL
   + 1 hour: the cleanup index (execution ids repeat across n8n instances; workflow ids do not).
 - `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>`: counters kept 8 days: arrived (every caller),
@@ -134,15 +134,6 @@ def head_of(served: int | None, lane: int, slots: int) -> int:
 
 # What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
 HOLD_TTL_SECONDS = 7 * 86400
-_LANE_KINDS = {
-    SERVED_SUFFIX: "served",
-    LANE_META_SUFFIX: "meta",
-    HOLDER_SUFFIX: "holder",
-    GONE_SUFFIX: "gone",
-}
-_SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
-
-
 _LANE_KINDS = {
     SERVED_SUFFIX: "served",
     LANE_META_SUFFIX: "meta",
