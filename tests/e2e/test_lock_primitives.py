@@ -70,7 +70,7 @@ def test_l01_uncontended_acquire_and_release_leave_only_the_lines_scalars(
     assert held_lanes(lockbed.redis, unique_name) == []
     index_key = f"n8nlock:exec:{acquire['workflow_id']}:{acquire['execution_id']}"
     entry = json.loads(lockbed.redis.hget(index_key, unique_name) or "null")
-    assert entry == {"lock_id": acquire["lock_id"], "ticket": 1, "slots": 1, "format": 3}
+    assert entry == {"lock_id": acquire["lock_id"], "ticket": 1, "slots": 1, "format": keys.FORMAT}
     assert 3600 < lockbed.redis.ttl(index_key) <= 3600 + 60
     assert [e["event"] for e in lockbed.sink(unique_name)] == ["start", "end"]
     assert stat(lockbed, "arrived", unique_name) == 1
@@ -303,7 +303,12 @@ def test_l12c_both_scopes_of_a_failed_execution_heal_and_no_other_lock_is_touche
     assert lockbed.redis.get(other["served_key"]) is None
     index = lockbed.redis.hgetall(f"n8nlock:exec:{other['workflow_id']}:{other['execution_id']}")
     assert {s: json.loads(v) for s, v in index.items()} == {
-        other["scope"]: {"lock_id": other["lock_id"], "ticket": 1, "slots": 1, "format": 3}
+        other["scope"]: {
+            "lock_id": other["lock_id"],
+            "ticket": 1,
+            "slots": 1,
+            "format": keys.FORMAT,
+        }
     }
     assert lockbed.release(other["scope"], other["lock_id"]).body["released"] is True
 
@@ -415,7 +420,7 @@ def _tick_spans(lockbed: LockBed, scope: str) -> dict[str, tuple[int, int]]:
 def test_l16_renewal_keeps_exclusion_through_three_times_the_ttl(
     lockbed: LockBed, unique_name: str
 ) -> None:
-    ttl, ticks = 4, 12  # the body runs about 12 s, 3 × the TTL
+    ttl, ticks = 5, 15  # the body runs about 15 s, 3 × the TTL (5 s: the shortest TTL there is)
     run_cli(
         lockbed.root,
         "add-lock-to-workflow",

@@ -45,6 +45,7 @@ OUR_CONTRACT = {
     "lock-no-retry",
     "lock-minimum-values",
     "env-placeholder-resolves",
+    "workflow-reference-cycle",  # push refuses a cycle of workflow references
 }
 SENDABLE = [
     p

@@ -33,8 +33,9 @@ SKILL_ORDER = [
     "n8nlock-add-lock-to-workflow",
     "n8nlock-overlap-policies",
     "n8nlock-add-rate-limit",
-    "n8nlock-validate-in-ci",
+    # validate --env fails, as push would, until push-and-credentials links the credential
     "n8nlock-push-and-credentials",
+    "n8nlock-validate-in-ci",
     "n8nlock-locking-pattern",
     "n8nlock-operate-locks",
     "n8nlock-upgrade",
