@@ -82,7 +82,7 @@ def preflight(workspace: Workspace, items: Iterable[PushItem], env: Mapping[str,
         for problem in placeholders.push_refusals(item.text, env, pushed):
             raise PlaceholderError(
                 f"{workspace.relative(item.path)}: {{{{@:env:{problem.path}}}}} {problem.reason}",
-                hint=placeholders.refusal_hint(problem.path),
+                hint=placeholders.refusal_hint(problem.path, env),
             )
 
 

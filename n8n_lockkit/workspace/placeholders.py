@@ -120,10 +120,12 @@ def push_refusals(text: str, data: Mapping[str, Any], pushed: Collection[str]) -
     ]
 
 
-def refusal_hint(path: str) -> str:
-    """What to do about a placeholder push refuses: the same words from push and validate."""
+def refusal_hint(path: str, env: Mapping[str, Any] | None = None) -> str:
+    """What to do about a placeholder push refuses: the same words from push and validate
+    (`env`: the env's data, whose name the hint gives)."""
+    name = str((env or {}).get("name") or "…")
     if path.startswith("credentials.redis."):
-        return "run `n8nlock redis-credential --env …` to create or link the Redis credential"
+        return f"run `n8nlock redis-credential --env {name}` to create or link the Redis credential"
     if path.startswith("credentials."):
         name = path.split(".")[1]
         return (

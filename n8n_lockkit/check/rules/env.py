@@ -12,16 +12,21 @@ from n8n_lockkit.workspace import placeholders
 
 
 def placeholders_resolve(ctx: WorkflowContext) -> Iterator[Problem]:
-    """Every `{{@:env:…}}` placeholder resolves in the chosen env, as push needs it."""
+    """Every `{{@:env:…}}` placeholder resolves in the chosen env, as push needs it. One
+    finding per placeholder and file, at its first place: an empty credential is one thing
+    to fix, however many nodes use it."""
     if ctx.env is None:
         return
+    found: dict[str, tuple[tuple[str | int, ...], str, int]] = {}
     for where, text in strings_in(ctx.workflow):
         for problem in placeholders.push_refusals(text, ctx.env, ctx.pushed):
-            yield Problem(
-                where,
-                f"{{{{@:env:{problem.path}}}}} {problem.reason}",
-                placeholders.refusal_hint(problem.path),
-            )
+            first, reason, count = found.get(problem.path, (where, problem.reason, 0))
+            found[problem.path] = (first, reason, count + 1)
+    for path, (where, reason, count) in found.items():
+        more = f" ({count} places in this file)" if count > 1 else ""
+        yield Problem(
+            where, f"{{{{@:env:{path}}}}} {reason}{more}", placeholders.refusal_hint(path, ctx.env)
+        )
 
 
 def no_reference_cycle(ctx: WorkflowContext) -> Iterator[Problem]:
