@@ -269,16 +269,16 @@ def merged_rate(
         )
     index = _rate_index(limits, given.scope, workflow)
     current = limits[index] if index is not None else None
-    for option, value, example in (
-        ("limit", given.limit, "10"),
-        ("window-seconds", given.window_seconds, "60"),
+    for option, value, example, meaning in (
+        ("limit", given.limit, "10", "how many calls (units of cost) one window allows"),
+        ("window-seconds", given.window_seconds, "60", "how long one window is, in seconds"),
     ):
         if current is None and value is None:
             raise _needed(option, "a new rate limit has no default for it", example)
         if value == DEFAULT:
             raise OptionError(f"--{option} has no default", hint=f"e.g. --{option} {example}")
         if isinstance(value, int):
-            _at_least(option, value, 1, "a rate limit allows at least 1 unit in 1 s")
+            _at_least(option, value, 1, f"give {meaning}, e.g. --{option} {example}")
     if isinstance(given.max_wait_seconds, int):
         _at_least(
             "max-wait-seconds", given.max_wait_seconds, 1, "for no wait use --on-denied error"
