@@ -2,19 +2,21 @@
 it out.
 
 A key kind added to or changed in keys.py without `make docs-reference` fails here; so does a
-key the schema builds that no row describes.
+key the schema builds that no row describes, and a key pattern written into another page.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 
 from n8n_lockkit.primitives import keys
 from scripts.gen_key_reference import REFERENCE, render
 
+ROOT = Path(__file__).parent.parent.parent
 FIX = "run `make docs-reference` and commit docs/reference/keys.md"
 # Sample values for the parameters of KeySchema's key builders.
 SAMPLES = {
@@ -69,3 +71,26 @@ def test_every_key_the_schema_builds_is_one_row_of_the_reference(
 def test_every_key_kind_lies_under_a_prefix_of_the_namespace(kind: keys.KeyKind) -> None:
     """So the prefixes the reference gives for SCAN and ACL key patterns cover every key."""
     assert kind.pattern.startswith(keys.KeySchema("<prefix>").prefixes), kind.pattern
+
+
+# A key pattern spelled out: one of n8nlock's prefixes followed by what a key names.
+SPELLED_OUT = re.compile(r"n8n-lock-[<A-Z*]|n8n-ratelimit-|n8nlock:(exec|stats|done|arrived|left)")
+PAGES = sorted(
+    [
+        ROOT / "README.md",
+        *(p for p in (ROOT / "docs").rglob("*.md") if "reference" not in p.parts),
+        *(ROOT / "skills").glob("*.md"),
+    ]
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_other_page_spells_out_a_key(page: Path) -> None:
+    found = [
+        f"line {number}: {line.strip()}"
+        for number, line in enumerate(page.read_text().splitlines(), 1)
+        if SPELLED_OUT.search(line)
+    ]
+    assert not found, (
+        f"{page.name} spells out keys; link to reference/keys.md instead:\n" + "\n".join(found)
+    )
