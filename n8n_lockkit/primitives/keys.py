@@ -266,7 +266,8 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         f"{_SCOPE}{TICKET_SUFFIX}",
         "string (integer)",
         "none",
-        "INCR by every arrival (Lock Take Ticket; again after Lock Withdrawn)",
+        "INCR by every arrival (Lock Take Ticket), and again by a caller sent to the back of "
+        "the line (after Lock Withdrawn)",
         "the arrival (its INCR's answer); `locks`, `reap --idle`, the drain check",
         "the last ticket drawn; a caller's ticket is also its fence. It must never go back "
         "while a caller is in line, so it has no TTL: `reap --idle` deletes it when nobody "
@@ -313,6 +314,7 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "string",
         f"the lock's TTL, at least {GONE_MIN_TTL_SECONDS // 3600} h",
         "Lock Count Give-Up (a caller that times out or fails fast marks its own ticket), "
+        "Lock Skip Leave (one turned away by `--on-busy skip` or `buffer-one`, likewise), "
         "Lock Skip Head (the caller behind, before it advances `served`)",
         "Lock Read Line (the head's mark), Lock Check Skipped (a caller that entered late "
         "reads its own); `reap --idle` (a mark keeps the scope)",
