@@ -70,7 +70,7 @@ def send(client: redis.Redis, *words: Any) -> Any:
     return client.execute_command(*words)  # type: ignore[no-untyped-call]
 
 
-def _operations() -> set[tuple[str, str]]:
+def generated_operations() -> set[tuple[str, str]]:
     """(operation, key type) of every Redis node n8nlock generates: the primitives, and one
     workflow of the corpus in every form the wrapping commands make."""
     used = set()
@@ -119,7 +119,7 @@ def test_the_page_gives_a_line_for_n8n_and_one_for_n8n_and_the_operators() -> No
 
 
 def test_every_redis_operation_of_the_generated_nodes_is_one_the_test_knows() -> None:
-    unknown = _operations() - set(N8N_SENDS)
+    unknown = generated_operations() - set(N8N_SENDS)
     assert not unknown, (
         f"n8nlock's nodes now use {sorted(unknown)}: add what n8n's Redis node sends for it to "
         "N8N_SENDS, and to the ACL lines of docs/key-namespaces.md if it needs a new command"
@@ -134,7 +134,7 @@ def test_the_line_lets_n8ns_redis_node_run_every_operation_of_the_generated_node
     client = redis.Redis.from_url(user_url(redis_url, user), decode_responses=True)
     key_of = {"string": SCHEMA.holder_key("orders", 1), "hash": SCHEMA.index_key("wf1", "57"),
               "-": SCHEMA.ticket_key("orders")}  # fmt: skip
-    for operation, kind in sorted(_operations()):
+    for operation, kind in sorted(generated_operations()):
         client.ping()
         for command in N8N_SENDS[operation, kind]:
             send(client, *[key_of[kind] if w == "{key}" else w for w in command])
