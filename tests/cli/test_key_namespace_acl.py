@@ -93,14 +93,15 @@ def generated_operations() -> set[tuple[str, str]]:
 def admin(redis_url: str) -> Iterator[redis.Redis]:
     """The server's default user, on an emptied database 1, with an empty ACL LOG; the users
     the lines made are gone afterwards."""
-    port = urlsplit(redis_url).port
-    client = redis.Redis.from_url(f"redis://127.0.0.1:{port}/{DB}", decode_responses=True)
+    database = urlsplit(redis_url)._replace(path=f"/{DB}").geturl()
+    client = redis.Redis.from_url(database, decode_responses=True)
     client.flushdb()
     client.acl_log_reset()
     client.script_flush()
     yield client
     for user in LINES:
         client.acl_deluser(user)
+    client.flushdb()
     client.close()
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,9 +25,12 @@ from tests.cli.test_key_namespace_acl import (
     LINES,
     PASSWORD,
     SCHEMA,
+    admin,
     generated_operations,
     send,
 )
+
+__all__ = ["admin"]  # the fixture, here on the test bed's Redis
 
 # One operation of Redis.node.js's execute(): connect, PING, the operation, QUIT. The key of a
 # hash operation holds a hash, the others a string or a counter. A refused SELECT makes
@@ -69,19 +71,6 @@ const run = async (client, operation, kind) => {
   process.exit(0);
 })();
 """
-
-
-@pytest.fixture
-def admin(redis_url: str) -> Iterator[redis.Redis]:
-    database = urlsplit(redis_url)._replace(path=f"/{DB}").geturl()
-    client = redis.Redis.from_url(database, decode_responses=True)
-    client.flushdb()
-    client.acl_log_reset()
-    yield client
-    for user in LINES:
-        client.acl_deluser(user)
-    client.flushdb()
-    client.close()
 
 
 @pytest.mark.parametrize("version", n8n_version_params())
