@@ -53,7 +53,9 @@ node-catalogue: setup
 docs: setup
 	$(BIN)/mkdocs build --strict --site-dir build/site
 
-## docs-reference: write docs/reference/cli.md again from every command's --help
-## (tests/cli/test_cli_reference.py fails when it is stale).
+## docs-reference: write the generated reference pages again: docs/reference/cli.md from every
+## command's --help, docs/reference/keys.md from primitives/keys.py (tests/cli/test_cli_reference.py
+## and tests/cli/test_key_reference.py fail when they are stale).
 docs-reference: setup
 	$(BIN)/python -m scripts.gen_cli_reference
+	$(BIN)/python -m scripts.gen_key_reference

@@ -11,18 +11,15 @@ process that ran other commands first may print it differently).
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import click
 
 from n8n_lockkit.cli import main as root
+from scripts.reference_page import ROOT, write_or_check
 
-ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference" / "cli.md"
 PROGRAM = "n8nlock"
 WIDTH = 80
@@ -82,24 +79,7 @@ def anchor(command_path: str) -> str:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = REFERENCE.read_text(encoding="utf-8") if REFERENCE.exists() else ""
-        if current != text:
-            print(f"{REFERENCE.relative_to(ROOT)} is stale: run `make docs-reference`")
-            lines = difflib.unified_diff(
-                current.splitlines(), text.splitlines(), "committed", "--help now", lineterm=""
-            )
-            print("\n".join(list(lines)[:60]))
-            return 1
-        return 0
-    REFERENCE.parent.mkdir(parents=True, exist_ok=True)
-    REFERENCE.write_text(text, encoding="utf-8")
-    print(f"wrote {REFERENCE.relative_to(ROOT)} ({len(contexts())} commands)")
-    return 0
+    return write_or_check(REFERENCE, render(), argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -58,8 +58,8 @@ TOPICS = [
     "n8nlock validate",
     "n8nlock push",
     "n8nlock redis-credential",
-    "n8n-lock-",
-    "n8n-ratelimit-",
+    "docs/reference/keys.md",
+    "docs/key-namespaces.md",
     "When not to use",
 ]
 
