@@ -54,15 +54,16 @@ def _saver(workspace: Workspace, env: EnvFile) -> Callable[[], None]:
     help="Stop at the first workflow n8n refuses (default: push the others).",
 )
 @redis_url_option(
-    "Where to check that no caller of an older lock format still holds or waits when the "
-    "push replaces one on n8n (docs/upgrading.md), instead of the env file's redis: record."
+    "Where to check that no caller of an older lock format, or of another key namespace, "
+    "still holds or waits when the push replaces one on n8n (docs/upgrading.md), instead of "
+    "the env file's redis: record."
 )
 @click.option(
     "--no-drain-check",
     "skip_drain_check",
     is_flag=True,
-    help="Push without that check (for when no caller of the older format can still run, "
-    "e.g. n8n was restarted).",
+    help="Push without that check (for when no caller of the older format or namespace can "
+    "still run, e.g. n8n was restarted).",
 )
 @dry_run_option
 @output_option()
@@ -90,10 +91,10 @@ def push_command(
     Whenever a workflow goes live, the sub-workflows and error workflow it references are
     published first. A workflow n8n refuses does not stop the others (unless --fail-fast);
     those that reference it are skipped. Each failure is shown with n8n's message, and the
-    push then exits 4. A push that replaces, on n8n, a lock of an older format than 3 first
-    checks Redis (where the env's redis: record, or --redis-url, says it is) that no caller
-    of that format still holds or waits: while one does, it is refused with exit 6 and
-    nothing is sent (docs/upgrading.md).
+    push then exits 4. A push that replaces, on n8n, a lock of an older format than 3, or
+    one in another key namespace than the env's keyPrefix, first checks Redis (where the
+    env's redis: record, or --redis-url, says it is) that none of its callers still holds or
+    waits: while one does, it is refused with exit 6 and nothing is sent (docs/upgrading.md).
 
     \b
     Example:

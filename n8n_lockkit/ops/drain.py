@@ -112,12 +112,18 @@ def old_format_activity(client: redis.Redis) -> OldFormatActivity:
     return OldFormatActivity(holders, waiting, compat.format2_lines(states))
 
 
+def _record_format(record: dict[str, Any] | None) -> int:
+    """The format a holder's record says it is of (the current one when it says none)."""
+    found = (record or {}).get("format")
+    return found if isinstance(found, int) else formats.FORMAT
+
+
 def namespace_activity(client: redis.Redis, namespace: str) -> list[str]:
     """Every held lane and every line of callers in key namespace `namespace`, described."""
     found = []
     for state in LockStore(client, keys.KeySchema(namespace)).scan("*").states:
         for lane in state.held:
-            found.append(OldHolder(state.scope, lane.format or formats.FORMAT,
+            found.append(OldHolder(state.scope, _record_format(lane.meta),
                                    lane.meta or {}).described())  # fmt: skip
         if state.waiting:
             found.append(f"{state.scope}: {state.waiting} caller(s) in line")

@@ -164,8 +164,8 @@ def _refusal(target: RedisTarget, err: redis.ResponseError) -> RedisRefused:
     if text.startswith("NOPERM"):
         return RedisRefused(
             f"Redis at {target.display} refused a command ({text})",
-            hint="the Redis user needs SCAN, GET, MGET, TYPE, PTTL, TIME, SET, DEL, INCR, "
-            "EXPIRE and EVALSHA on the n8n-lock-* and n8nlock:* keys",
+            hint="give the Redis user the commands and the key pattern of its env's namespace "
+            "that docs/key-namespaces.md#a-redis-user-per-namespace lists",
         )
     return RedisRefused(
         f"Redis at {target.display} refused a command ({text})",

@@ -67,6 +67,8 @@ CLAIM_SUFFIX = ":c"
 WINDOW_SEPARATOR = "-"
 
 
+# What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
+HOLD_TTL_SECONDS = 7 * 86400
 # The numbers of the layout that scripts and Python share (`<< fast_scale >>` in a script).
 CONSTANTS: dict[str, int] = {
     "format": FORMAT,
@@ -79,6 +81,7 @@ CONSTANTS: dict[str, int] = {
     "released_ttl": RELEASED_META_TTL_SECONDS,
     "release_margin_ms": RELEASE_MARGIN_SECONDS * 1000,
     "stats_ttl": STATS_TTL_SECONDS,
+    "hold_ttl": HOLD_TTL_SECONDS,
 }
 # A key namespace per environment (`keyPrefix:` in envs/<env>.yml, default empty, checked by
 # envconfig.check_key_prefix) goes in front of every key n8nlock writes, so that staging and
@@ -97,8 +100,6 @@ def head_of(served: int | None, lane: int, slots: int) -> int:
     return (first - slots if served is None else served) + slots
 
 
-# What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
-HOLD_TTL_SECONDS = 7 * 86400
 _LANE_KINDS = {
     SERVED_SUFFIX: "served",
     LANE_META_SUFFIX: "meta",

@@ -35,6 +35,6 @@ return {
     // After `served` and the record, so that it never names a ticket ahead of `served`, or
     // one whose record still holds (keys.py).
     ...(held.slots === 1 ? [{ key: `${base}<< keys.fast >>`, value: << fast_path.released('held.ticket') >>, ttl: 0 }] : []),
-    { key: `${base}<< keys.hold >>`, value: String(average), ttl: 604800 },
+    { key: `${base}<< keys.hold >>`, value: String(average), ttl: << hold_ttl >> },
   ],
 };
