@@ -19,7 +19,7 @@ from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, stat, wait_unt
 from tests.e2e.stalls import contend_with_stalls, n8n_main_pid
 from tests.e2e.test_lock_engine import engine_workflow, spans
 from tests.e2e.test_lock_stalls import report
-from tests.e2e.test_overlap_policies import SKIP_ANSWER_SECONDS
+from tests.e2e.test_overlap_policies import HOLD_MS, SKIP_ANSWER_SECONDS
 
 CALLS = 10
 WINDOW = 4  # seconds a success turns its key away
@@ -124,7 +124,9 @@ def test_of_ten_simultaneous_calls_with_one_key_one_runs_and_nine_answer_duplica
     for i in range(3):
         call(lockbed, guarded, f"{key}-warm-{i}", i, hold_ms=10)
     with ThreadPoolExecutor(CALLS) as pool:
-        calls = list(pool.map(lambda i: call(lockbed, guarded, key, i, hold_ms=3000), range(CALLS)))
+        calls = list(
+            pool.map(lambda i: call(lockbed, guarded, key, i, hold_ms=HOLD_MS), range(CALLS))
+        )
     assert [c.status for c in calls] == [200] * CALLS, [c.body for c in calls]
     assert len(spans(lockbed, key)) == 1
     answers = skipped(calls)

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import pytest
@@ -259,8 +260,10 @@ def test_waiters_sleep_until_their_expected_turn_before_their_first_read(
         wait_until(lambda: 1 in starts(lockbed, scope), 20, "the first caller holds the lock")
         waiters = []
         for caller in (2, 3, 4):
+            # FIFO is by ticket: the next caller comes once this one has drawn its own (a
+            # fixed pause let an execution that n8n started late draw after the next one).
             waiters.append(pool.submit(call, lockbed, mutex, scope, caller, hold_ms=600))
-            time.sleep(0.1)
+            wait_until(partial(has_drawn, lockbed, scope, caller + 1), 20, "the caller's ticket")
         assert [f.result().status for f in (holder, *waiters)] == [200] * 4
     bodies = spans(lockbed, scope)
     assert sorted(bodies, key=lambda c: bodies[c][0]) == [0, 1, 2, 3, 4]
@@ -271,6 +274,10 @@ def test_waiters_sleep_until_their_expected_turn_before_their_first_read(
         assert first_sleep < runs[caller]["Lock Read Line"][0]["startTime"], caller
     # The third in line sleeps past the first waiter's turn before it looks at all.
     assert runs[4]["Lock Read Line"][0]["startTime"] >= bodies[2][0] - 100
+
+
+def has_drawn(bed: LockBed, scope: str, tickets: int) -> bool:
+    return tickets_drawn(bed.redis, scope) >= tickets
 
 
 def starts(bed: LockBed, scope: str) -> set[int]:
