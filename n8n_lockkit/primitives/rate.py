@@ -70,9 +70,12 @@ VOID_MS = 10_000
 # A slot whose claim this call lost stays in limbo for this long (its winner writes or gives it
 # back within a few node hops): a call short of slots looks again meanwhile, not refused.
 LIMBO_MS = 1000
-# A call late at its last look writes its slots again from now only this long before anyone
-# else could claim them (their time), so its write lands first.
-RESTAMP_MS = 1000
+# A call late at its last look claims the slots it wrote again (a restamp): a waiter that booked
+# one claimed it after that write, and its claim lives CLAIM_TTL_S. So a restamp is begun only
+# this long after the write, and counts only if its claims were made (Rate Limit Verdict) while
+# every such claim still lives, with a second to spare.
+RESTAMP_WITHIN_MS = CLAIM_TTL_S * 1000 - VOID_MS
+CLAIMS_LIVE_MS = CLAIM_TTL_S * 1000 - 1000
 # The first pause before looking again (a winner writes within ~100 ms); it doubles each time.
 RETRY_MS = 80
 RETRY_MAX_MS = 500
@@ -93,6 +96,9 @@ CLAIM_EACH = {
 READ_EACH: dict[str, Any] = {**nodekit.GET_EACH, "keyType": "={{ $json.type }}"}
 # Write slots: always a hash, always with its TTL.
 COMMIT_EACH = {**nodekit.SET_EACH, "keyType": "hash", "expire": True, "ttl": "={{ $json.ttl }}"}
+# A restamp's claims, marked with when it was decided: Rate Limit Verdict tells a restamp from
+# a fresh look by this time against the look's.
+RESTAMP = "={{ { ...$json, restamp_ms: Date.now() } }}"
 DENIAL = (
     "Rate limit exceeded for scope '{{ $json.scope }}': {{ $json.count }} calls in this "
     "window, limit {{ $json.limit }}"
@@ -201,7 +207,7 @@ def check(
     """
     shape = shape or Shape.of(limits)
     c = Chain(key, names, origin)
-    r = _Rows(c, _cells(shape), _script_context(c, margin_ms))
+    r = _Rows(c, _cells(shape), _script_context(c, margin_ms, shape))
     c.add(r.script("rate-context", "Rate Limit Context", "context", input=_input_js(limits)))
     c.nodes[-1]["notes"] += config_note
     c.entry = c.name("Rate Limit Context")
@@ -237,8 +243,9 @@ def check(
     return c
 
 
-def _script_context(c: Chain, margin_ms: int) -> dict[str, Any]:
-    """What the rate limit's scripts read: the chain's nodes, and its tuning."""
+def _script_context(c: Chain, margin_ms: int, shape: Shape) -> dict[str, Any]:
+    """What the rate limit's scripts read: the chain's nodes, and its tuning. (Only a chain
+    with slots has a Rate Limit Restamp: `restamp` is None without one.)"""
     claimed = f"{c.ref('Rate Limit Claim')}.all()"
     return {
         "context": c.first("Rate Limit Context"),
@@ -246,6 +253,7 @@ def _script_context(c: Chain, margin_ms: int) -> dict[str, Any]:
         "check": c.first("Rate Limit Check"),
         "read": f"{c.ref('Rate Limit Read')}.all()",
         "claimed": f"{claimed}.map((item) => Number(Object.values(item.json)[0]))",
+        "restamp": c.ref("Rate Limit Restamp") if shape.slots else None,
         "margin_ms": margin_ms,
         **_TUNING,
     }
@@ -283,20 +291,23 @@ class _Rows:
 
 def _commit(c: Chain, shape: Shape, r: _Rows) -> None:
     """A sliding limit writes its slots (Commit? → Commit) between Verdict and Outcome; Route
-    sends a call late at its last look back to Commit."""
+    sends a call late at its last look to Restamp, which claims the slots it holds again
+    (Claim → Verdict: only a call that wins them all writes them again from now)."""
     if not shape.slots:
         c.link(chained("Rate Limit Verdict", "Rate Limit Outcome", "Rate Limit Route"))
         return
     test = r.row("rate-commit-test", "Rate Limit Commit?", if_("$json.commit.length > 0"))
     committing = r.items("rate-commit", "Rate Limit Commit", "commit", COMMIT_EACH,
                          split=shape.several)  # fmt: skip
-    c.rows([test, *committing])
-    first = committing[0].name
+    restamp = r.row("rate-restamp", "Rate Limit Restamp", set_raw(RESTAMP))
+    c.rows([test, *committing, restamp])
+    claiming = "Rate Limit Claim Items" if shape.costly else "Rate Limit Claim"
     c.link([
         *chained("Rate Limit Verdict", "Rate Limit Commit?", *(x.name for x in committing),
                  "Rate Limit Outcome", "Rate Limit Route"),
         ("Rate Limit Commit?", 1, "Rate Limit Outcome"),
-        ("Rate Limit Route", len(_outputs(shape)) - 1, first),
+        ("Rate Limit Route", len(_outputs(shape)) - 1, "Rate Limit Restamp"),
+        ("Rate Limit Restamp", 0, claiming),
     ])  # fmt: skip
 
 
@@ -364,6 +375,8 @@ def _cells(shape: Shape) -> dict[str, tuple[int, int]]:
     cells = {role: (column, 0) for column, role in enumerate(top)}
     look, route = cells["rate-look"][0], cells["rate-route"][0]
     cells["rate-input-refused"] = (look, 1)
+    # A restamp claims its slots again: under the claims, left of where the refusals begin.
+    cells["rate-restamp"] = (cells.get("rate-claim-items", cells["rate-claim"])[0], 1)
     cells.update({role: (look + 1 + k, 1) for k, role in enumerate(_WAITING)})
     # The refusals: with several modes an If (at `rate-denied`) before each Denied node.
     tests = 1 if len(shape.modes) > 1 else 0
@@ -383,7 +396,8 @@ _TUNING = {
     "retry_max_ms": RETRY_MAX_MS,
     "sleep_min_ms": SLEEP_MIN_MS,
     "pool": POOL,
-    "restamp_ms": RESTAMP_MS,
+    "restamp_within_ms": RESTAMP_WITHIN_MS,
+    "claims_live_ms": CLAIMS_LIVE_MS,
 }
 
 

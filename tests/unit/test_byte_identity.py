@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,7 @@ RATES = (
     RateLimitConfig("global", 1000, 3600, "error", "sliding", "={{ $json.items.length }}"),
 )
 WAITING = RateLimitConfig("paid-api", 3, 2, "wait", max_wait_seconds=120)
+FIXED = RateLimitConfig("=tenant-{{ $json.tenant }}", 100, 60, "stop", "fixed")
 
 Forms = tuple[LockConfig | None, Any, LockConfig | None]
 FORMS: dict[str, Forms] = {
@@ -61,6 +63,7 @@ FORMS: dict[str, Forms] = {
     "semaphore": (SEMAPHORE, RATES, None),
     "rates": (None, RATES, None),
     "waiting": (None, WAITING, None),
+    "fixed": (None, FIXED, None),  # a fixed window alone: no slots, no Commit, no Restamp
     "guard": (None, None, GUARD),
     "guard-rate-lock": (LOCK, RATE, GUARD),
     "renew": (LOCK, None, None),  # renewing before the body's first node
@@ -117,6 +120,38 @@ def test_every_form_renders_byte_identical_to_its_recorded_digest(update_goldens
 def test_the_matrix_wraps_more_than_it_refuses() -> None:
     refused = [case for case, render in CASES.items() if render().startswith("refused: ")]
     assert len(refused) < len(CASES) // 4, refused
+
+
+# `$("Name")` or `$('Name')` in an expression: n8n fails the node at run time ("Referenced
+# node doesn't exist") when no node has that name, so a generated chain must name only its own.
+_REFERENCE = re.compile(r"""\$\((?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\)""")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_every_node_a_generated_expression_names_is_in_its_workflow() -> None:
+    missing = {}
+    for case, render in CASES.items():
+        text = render()
+        if text.startswith("refused: "):
+            continue
+        nodes = json.loads(text)["nodes"]
+        names = {n["name"] for n in nodes}
+        named = {a or b for n in nodes for s in _strings(n.get("parameters", {}))
+                 for a, b in _REFERENCE.findall(s)}  # fmt: skip
+        unknown = sorted(json.loads(f'"{name}"') for name in named) if named else []
+        unknown = [name for name in unknown if name not in names]
+        if unknown:
+            missing[case] = unknown
+    assert not missing, missing
 
 
 if __name__ == "__main__":  # print one case's text, to diff it against another commit's
