@@ -15,8 +15,9 @@ algorithm and its waiting given at run time), so both count in one budget per sc
   slots the same way and sleeps until they are free: 20 calls at 5 per 2 s start in rounds
   W + margin apart. The margin covers the hop from the chain's last look at the clock to the
   body: at Rate Limit Outcome (Rate Limit Woken after a sleep) a call more than `GATE_MS` after
-  its planned start does not go yet; it writes its slots again from now while nobody can have
-  claimed them (Route: restamp), else they are spent and it looks again. A claim whose winner died
+  its planned start does not go yet; it claims the generations it wrote again (Route: restamp),
+  and only if it wins every one (no waiter booked them) writes them again from now and goes,
+  else it looks again; so does a sleeper that Woken finds late. A claim whose winner died
   before writing expires after `CLAIM_TTL_S`, when the slot can be won again; a winner that got
   that far only after `VOID_MS` writes nothing.
 - **fixed**: one counter per window, `n8n-ratelimit-<scope>-<floor(now / W)>` (the keys of the
