@@ -132,3 +132,22 @@ def test_a_mark_written_again_after_it_was_shown_is_kept(
         )
         redis_client.delete(keys.SCHEMA.done_key(SCOPE))
         assert forget.forget(store, forget.inspect(store, "order_update", "evt_1")) == "none"
+
+
+def test_forget_in_an_env_with_a_key_prefix_deletes_only_that_namespaces_mark(
+    guarded: Path, invoke: Invoke, redis_client: redis.Redis
+) -> None:
+    # Staging and production on one Redis: the same workflow and key, a mark in each namespace.
+    env = guarded / "envs" / "dev.yml"
+    env.write_text(env.read_text().replace('keyPrefix: ""', 'keyPrefix: "staging:"'))
+    staging = keys.KeySchema("staging:").done_key(SCOPE)
+    production = keys.SCHEMA.done_key(SCOPE)
+    redis_client.set(staging, json.dumps({**MARK, "execution_id": "7"}), ex=600)
+    redis_client.set(production, json.dumps(MARK), ex=600)
+    shown = forget_key(invoke, guarded, "--dry-run", "-o", "json")
+    assert shown.exit_code == 0, explain(shown)
+    assert json.loads(shown.stdout)["done"]["execution_id"] == "7"
+    result = forget_key(invoke, guarded)
+    assert result.exit_code == 0, explain(result)
+    assert redis_client.get(staging) is None
+    assert json.loads(redis_client.get(production) or "null") == MARK
