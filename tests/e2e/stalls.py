@@ -62,6 +62,7 @@ __all__ = [
     "n8n_log_path",
     "n8n_main_pid",
     "n8n_pids",
+    "never_started",
     "overlapping_pairs",
     "process_state",
     "saved_executions",
@@ -549,6 +550,24 @@ def webhook_body(execution: Execution) -> dict[str, Any]:
     first = _outputs(execution, "Webhook")
     body: dict[str, Any] = (first[0].get("body") or {}) if first else {}
     return body
+
+
+def never_started(n8n: N8nInstance, workflow_id: str, scope: str) -> set[int]:
+    """Callers (`who`) on `scope` whose execution n8n created and never began: still
+    `running`, no node run, the Webhook's item still on its stack. Seen on 1.123.81 for calls
+    that arrived as its process was stopped: no node of ours ran, so no lock could answer them."""
+    found: set[int] = set()
+    for execution in saved_executions(n8n, workflow_id, status="running"):
+        data = execution.get("data") or {}
+        if (data.get("resultData") or {}).get("runData"):
+            continue
+        stack = (data.get("executionData") or {}).get("nodeExecutionStack") or []
+        for entry in stack[:1]:
+            items = ((entry.get("data") or {}).get("main") or [[]])[0] or []
+            body = (items[0].get("json") or {}).get("body") or {} if items else {}
+            if body.get("scope") == scope and isinstance(body.get("who"), int):
+                found.add(body["who"])
+    return found
 
 
 def caller_executions(

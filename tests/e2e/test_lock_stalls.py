@@ -22,7 +22,13 @@ import pytest
 from testbed.queue import QueueCluster
 from testbed.settings import topology
 from tests.e2e.lockbed import LockBed, held_lanes
-from tests.e2e.stalls import StallRun, contend_with_stalls, n8n_main_pid, worker_pids
+from tests.e2e.stalls import (
+    StallRun,
+    contend_with_stalls,
+    n8n_main_pid,
+    never_started,
+    worker_pids,
+)
 from tests.e2e.test_lock_engine import engine_workflow, install
 
 
@@ -99,9 +105,13 @@ def test_a_semaphore_of_three_never_has_four_bodies_when_n8n_stops_for_seconds(
         pids=[n8n_main_pid(lockbed.n8n)],
     )  # fmt: skip
     assert len(run.stops) == 2 and not run.stop_errors, report(run)
-    assert run.ok == 30, report(run)
     assert run.peak <= 3, report(run)
-    assert len(run.intervals) == 30, report(run)
+    # Every caller is answered and its body ran, but for executions n8n itself never began
+    # (1.123.81, rarely: created as its process was stopped, no node run, not even ours).
+    lost = never_started(lockbed.n8n, lockbed.workflow_id(semaphore), unique_name)
+    answered = {a.who for a in run.answers if a.status == 200}
+    assert answered | lost == set(range(30)) and len(lost) <= 3, (lost, report(run))
+    assert set(run.intervals) == answered, report(run)
     assert held_lanes(lockbed.redis, unique_name) == []
 
 
