@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from n8n_lockkit.check.rules.base import strings_in
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
@@ -127,29 +128,18 @@ def test_the_matrix_wraps_more_than_it_refuses() -> None:
 _REFERENCE = re.compile(r"""\$\((?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\)""")
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def test_every_node_a_generated_expression_names_is_in_its_workflow() -> None:
-    missing = {}
+    missing: dict[str, list[str]] = {}
     for case, render in CASES.items():
         text = render()
         if text.startswith("refused: "):
             continue
         nodes = json.loads(text)["nodes"]
         names = {n["name"] for n in nodes}
-        named = {a or b for n in nodes for s in _strings(n.get("parameters", {}))
-                 for a, b in _REFERENCE.findall(s)}  # fmt: skip
-        unknown = sorted(json.loads(f'"{name}"') for name in named) if named else []
-        unknown = [name for name in unknown if name not in names]
-        if unknown:
+        named = {json.loads(f'"{a or b}"') for n in nodes
+                 for _, value in strings_in(n.get("parameters", {}))
+                 for a, b in _REFERENCE.findall(value)}  # fmt: skip
+        if unknown := sorted(named - names):
             missing[case] = unknown
     assert not missing, missing
 
