@@ -9,7 +9,7 @@ from n8n_lockkit.ops import compat
 from n8n_lockkit.ops.locks import execution_url
 from n8n_lockkit.ops.reap import Decision
 from n8n_lockkit.ops.snapshot import Lane, Scan, describe_copy
-from n8n_lockkit.ops.stats import QUANTILES, ScopeStats
+from n8n_lockkit.ops.stats import EVENTS, QUANTILES, ScopeStats
 from n8n_lockkit.primitives.keys import SKIP_GRACE_SECONDS, WAIT_BUCKETS
 
 NOT_TRACKED = "-"
@@ -149,18 +149,13 @@ def wait_bound(bound: float | None) -> str:
     return f"<={bound:g}s"
 
 
+_SHORT_HEADERS = {"force_released": "FORCED"}  # the others: the event, upper case
+
+
 def stats_lines(stats: Sequence[ScopeStats]) -> list[str]:
     headers = (
         "SCOPE",
-        "ACQUIRED",
-        "WAITED",
-        "TIMEOUT",
-        "BUSY",
-        "SKIPPED",
-        "DUPLICATE",
-        "FORCED",
-        "REAPED",
-        "HEALED",
+        *(_SHORT_HEADERS.get(event, event.upper()) for event in EVENTS),
         *(f"WAIT P{round(q * 100)}" for q in QUANTILES),
     )
     rows = [

@@ -2,8 +2,8 @@
 
 Keys are `n8nlock:stats:<yyyymmddhh>:<metric>:<scope>` (UTC hours, kept 8 days). Engine v2
 counts `arrived` for every caller and `busy`/`timeout`/`skipped`/`duplicate` for those that
-gave up or were turned away (--on-busy skip and buffer-one; add-dedupe), so acquired = arrived
-minus those four. Only
+gave up or were turned away (--on-busy skip and buffer-one; add-dedupe), and the cleanup
+handler `crashed` for each that died in line, so acquired = arrived minus those five. Only
 callers that waited count `waited` and a histogram bucket
 (`wait_le_<bound>`, or `wait_le_inf` above the last bound); those that did not wait belong to
 the first bucket and are added there. A percentile is known only up to its bucket: the figure
@@ -36,6 +36,7 @@ EVENTS = {
     "force_released": "locks freed by `n8nlock release --force`",
     "reaped": "locks freed by `n8nlock reap`",
     "healed": "locks freed by the cleanup handler after a failed execution",
+    "crashed": "callers that died waiting in line, passed at once by the cleanup handler",
 }
 BUCKET_PREFIX = "wait_le_"
 BOUNDS: tuple[float, ...] = (*keys.WAIT_BUCKETS, math.inf)
@@ -139,7 +140,9 @@ def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
     """One scope's counters (yyyymmddhh -> metric -> count), summed over its hours."""
     entry = ScopeStats(scope)
     older = compat.format1_hours(hours)
-    v2 = dict.fromkeys(("arrived", "busy", "timeout", "skipped", "duplicate", "waited"), 0)
+    v2 = dict.fromkeys(
+        ("arrived", "busy", "timeout", "skipped", "duplicate", "crashed", "waited"), 0
+    )
     for hour, counts in hours.items():
         for metric, value in counts.items():
             label = metric.removeprefix(BUCKET_PREFIX)
@@ -151,7 +154,7 @@ def summed(scope: str, hours: dict[str, dict[str, int]]) -> ScopeStats:
             for metric in v2:
                 v2[metric] += counts.get(metric, 0)
     # Summed over the window, not per hour: a give-up may be counted an hour after its arrival.
-    gave_up = v2["busy"] + v2["timeout"] + v2["skipped"] + v2["duplicate"]
+    gave_up = v2["busy"] + v2["timeout"] + v2["skipped"] + v2["duplicate"] + v2["crashed"]
     acquired = max(0, v2["arrived"] - gave_up)
     entry.arrived = v2["arrived"]
     entry.counts["acquired"] += acquired

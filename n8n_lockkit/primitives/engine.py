@@ -71,8 +71,10 @@ TUNING = {
 }
 # Lock Route's outputs, by the decisions (decide.js `state`) each takes; a chain whose policy
 # may skip adds `skipped` next, and the last output gives up (busy, timeout, duplicate).
-_ROUTES: tuple[tuple[str, ...], ...] = (("enter",), ("read",), ("wait",), ("skip",), ("requeue",))
-_ENTER, _READ, _WAIT, _SKIP, _REQUEUE = range(len(_ROUTES))
+_ROUTES: tuple[tuple[str, ...], ...] = (
+    ("enter",), ("read",), ("wait",), ("skip",), ("requeue",), ("queue",)
+)  # fmt: skip
+_ENTER, _READ, _WAIT, _SKIP, _REQUEUE, _QUEUE = range(len(_ROUTES))
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,8 @@ def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions) -> dict[str, 
         "withdraw": templating.expression("engine/lock/withdraw", decision=decision),
         "redraw": f"={{{{ {{ incr: {c.ref('Lock Withdraw')}.first().json.incr }} }}}}",
         "refused": f"{decision}.message",
+        # From Lock Route or after Lock Enqueue (whose items are the index entries it wrote).
+        "sleep": f"={{{{ {decision}.sleep_seconds }}}}",
     }
 
 
@@ -188,7 +192,10 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
         Row("lock-withdraw-items", "Lock Withdraw Items", split_out("set"), (2, 2)),
         Row("lock-withdrawn", "Lock Withdrawn", redis(SET_EACH, False), (3, 2)),
         # Not entering: wait, skip a dead head, draw again, or give up.
-        Row("lock-sleep", "Lock Sleep", wait("={{ $json.sleep_seconds }}"), (6, 2)),
+        Row("lock-sleep", "Lock Sleep", wait(s["sleep"]), (6, 2)),
+        # A first sleep lists the waiter in its execution's cleanup index (decide.js).
+        Row("lock-queue-items", "Lock Queue Items", split_out("queue"), (4, 3)),
+        Row("lock-enqueue", "Lock Enqueue", redis(SET_EXPIRING_EACH, False), (5, 3)),
         Row("lock-skip-items", "Lock Skip Items", split_out("skip"), (7, 2)),
         Row("lock-skip", "Lock Skip Head", redis(SET_EACH, False), (8, 2)),
         Row("lock-give-up-items", "Lock Give-Up Items", split_out("leave"), (2, 1)),
@@ -198,8 +205,8 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
 
 
 def _routes(count: int) -> list[tuple[str, ...]]:
-    """Lock Route's outputs: enter, read the line, sleep, skip a dead head, draw again, (a
-    policy that may skip: answer skipped,) else give up."""
+    """Lock Route's outputs: enter, read the line, sleep, skip a dead head, draw again, list
+    the waiter then sleep, (a policy that may skip: answer skipped,) else give up."""
     return [*_ROUTES, *([("skipped",)] if count > len(_ROUTES) + 1 else []), ()]
 
 
@@ -232,6 +239,10 @@ _WAITING_EDGES: list[Edge] = [
     ("Lock Skip Items", 0, "Lock Skip Head"),
     ("Lock Skip Head", 0, "Lock Decide"),
     ("Lock Route", _REQUEUE, "Lock Ticket Items"),
+    ("Lock Route", _QUEUE, "Lock Queue Items"),
+    *chained("Lock Queue Items", "Lock Enqueue", "Lock Sleep"),
+]
+_REDRAW_EDGES: list[Edge] = [
     ("Lock Withdrawn", 0, "Lock Redraw"),
     ("Lock Redraw", 0, "Lock Ticket Items"),
 ]
@@ -260,9 +271,9 @@ def acquire(
     c.exit("held", ("Lock Verify", 1), ("Lock Was Skipped?", 1))
     if skips:
         overlap.skipped_exit(c, ("Lock Route", len(_ROUTES)), c.first("Lock Decide"))
-    c.link(_WAITING_EDGES[:6])
+    c.link(_WAITING_EDGES)
     c.add(Row("lock-redraw", "Lock Redraw", set_raw(s["redraw"]), (4, 2)))
-    c.link(_WAITING_EDGES[6:])
+    c.link(_REDRAW_EDGES)
     c.link(
         [
             ("Lock Route", routes - 1, "Lock Give-Up Items"),

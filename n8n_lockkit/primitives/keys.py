@@ -316,7 +316,8 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         f"the lock's TTL, at least {GONE_MIN_TTL_SECONDS // 3600} h",
         "Lock Count Give-Up (a caller that times out or fails fast marks its own ticket), "
         "Lock Skip Leave (one turned away by `--on-busy skip` or `buffer-one`, likewise), "
-        "Lock Skip Head (the caller behind, before it advances `served`)",
+        "Lock Skip Head (the caller behind, before it advances `served`), the cleanup handler "
+        "(the ticket of a caller that died waiting)",
         "Lock Read Line (the head's mark), Lock Check Skipped (a caller that entered late "
         "reads its own); `reap --idle` (a mark keeps the scope)",
         "ticket t left the line. The caller behind skips a marked head at once, an unmarked "
@@ -355,11 +356,13 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "exec",
         f"{_NS}{INDEX_PREFIX}<workflow id>:<execution id>",
         "hash: scope → JSON `{lock_id, ticket, slots, format}`",
-        "the lock's TTL + 1 h",
-        "Lock Hold (the same node as the record), lock_renew",
+        "the lock's TTL + 1 h (a waiter's entry: the larger of the TTL and the max wait + 1 h)",
+        "Lock Enqueue (a waiter, before its first sleep), Lock Hold (the same node as the "
+        "record), lock_renew",
         "error_handler_lock_cleanup (GET Execution Index)",
-        "the cleanup index: the locks an execution holds, dynamic scopes included. Execution "
-        "ids repeat across n8n instances sharing a Redis; the workflow id keeps them apart.",
+        "the cleanup index: the locks an execution holds or waits for, dynamic scopes "
+        "included. Execution ids repeat across n8n instances sharing a Redis; the workflow id "
+        "keeps them apart.",
     ),
     KeyKind(
         "stats",
@@ -373,7 +376,8 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "hourly counters per scope: `arrived` (every caller), `busy`, `timeout`, `skipped`, "
         "`duplicate`, `waited` and `wait_le_<bucket>` (buckets "
         f"{', '.join(f'{b:g}' for b in WAIT_BUCKETS)} s, `inf` above), `healed`, "
-        "`force_released`, `reaped`. Acquired = arrived − busy − timeout − skipped − duplicate.",
+        "`force_released`, `reaped`, `crashed` (a caller that died in line, counted by the "
+        "cleanup handler). Acquired = arrived − busy − timeout − skipped − duplicate − crashed.",
     ),
     KeyKind(
         "done",

@@ -596,7 +596,7 @@ def test_stats_in_every_format(ws: Path, invoke: Invoke, redis_client: redis.Red
     assert text.exit_code == 0, explain(text)
     assert text.stdout.splitlines()[0].split()[3:6] == ["TIMEOUT", "BUSY", "SKIPPED"]
     assert text.stdout.splitlines()[1].split() == [
-        "order-1", "3", "1", "0", "1", "2", "0", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
+        "order-1", "3", "1", "0", "1", "2", "0", "0", "0", "0", "0", "<=0.1s", "<=5s", "<=5s"
     ]  # fmt: skip
     document = json.loads(invoke("stats", "--hours", "1", "-o", "json", cwd=ws).stdout)
     assert document["hours"] == 1 and document["scopes"][0]["acquired"] == 3

@@ -379,7 +379,7 @@ def test_validate_with_env_fails_where_push_refuses_an_empty_credential_id(
     )
     # one finding per placeholder and file, however many nodes use the credential
     assert [f["message"] for f in found if "redis.id" in f["message"]] == [
-        f"{refusal} (10 places in this file)"
+        f"{refusal} (11 places in this file)"
     ]
     assert found[0]["hint"] == (
         "run `n8nlock redis-credential --env dev` to create or link the Redis credential"

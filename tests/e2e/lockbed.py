@@ -25,6 +25,7 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.client import OWNER
 from testbed.endpoints import N8nInstance
 
 CALLERS = Path(__file__).parent / "workflows"
@@ -130,6 +131,25 @@ class LockBed:
         response.raise_for_status()
         executions: list[dict[str, Any]] = response.json()["data"]
         return executions
+
+
+def stop_execution(n8n: N8nInstance, execution_id: str) -> None:
+    """Stop a running execution as a user would: the public API on 2.x; 1.x has no public
+    stop, so its UI's internal endpoint, logged in as the owner."""
+    if not n8n.version.startswith("1."):
+        response = requests.post(
+            f"{n8n.base_url}/api/v1/executions/{execution_id}/stop",
+            headers={"X-N8N-API-KEY": n8n.api_key},
+            timeout=30,
+        )
+        response.raise_for_status()
+        return
+    with requests.Session() as session:
+        session.headers["browser-id"] = str(uuid.uuid4())
+        login = {"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]}
+        session.post(f"{n8n.base_url}/rest/login", json=login, timeout=30).raise_for_status()
+        stop = session.post(f"{n8n.base_url}/rest/executions/{execution_id}/stop", timeout=30)
+        stop.raise_for_status()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> float:

@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 
 from n8n_lockkit.primitives import keys
-from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, tickets_drawn, wait_until
+from tests.e2e.lockbed import (
+    Call,
+    LockBed,
+    held_lanes,
+    run_cli,
+    stop_execution,
+    tickets_drawn,
+    wait_until,
+)
 
 REDIS = {
     "redis": {"id": "{{@:env:credentials.redis.id}}", "name": "{{@:env:credentials.redis.name}}"}
@@ -301,6 +309,44 @@ def test_a_waiter_that_died_in_line_is_skipped_within_the_grace(
     assert live.status == 200
     assert waited < 1.0 + 5.0 + 2.5, waited  # the holder's rest + the grace + n8n's overhead
     assert waited > 5.0 - 1.0, "the dead ticket must be skipped only after the grace"
+
+
+def listed_waiter(bed: LockBed, scope: str, ticket: int) -> str | None:
+    """The execution id whose cleanup index lists `ticket` of `scope`, if one does."""
+    for key in bed.redis.scan_iter(match="n8nlock:exec:*"):
+        entry = bed.redis.hget(key, scope)
+        if entry is not None and json.loads(entry)["ticket"] == ticket:
+            return str(key).rsplit(":", 1)[1]
+    return None
+
+
+def test_a_waiter_stopped_in_line_is_passed_at_once_by_the_cleanup_handler(
+    lockbed: LockBed, scope: str
+) -> None:
+    """A waiter lists its ticket in its execution's cleanup index before its first sleep. When
+    its user stops it, n8n 2.x runs the cleanup handler of a workflow wrapped with
+    --lock-on-error, which marks that ticket gone: the caller behind enters as soon as the
+    holder leaves, not a 5 s grace after (as it did before issue 33; n8n 1.x runs no error
+    workflow for a stopped execution, and the grace still applies there)."""
+    if lockbed.n8n.version.startswith("1."):
+        pytest.skip("n8n 1.x runs no error workflow for a stopped execution")
+    key = install(lockbed, f"engine_heal_{uuid.uuid4().hex[:6]}", "--lock-on-error")
+    with ThreadPoolExecutor(3) as pool:
+        holder = pool.submit(call, lockbed, key, scope, 0, hold_ms=4000)
+        wait_until(lambda: 0 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        stopped = pool.submit(call, lockbed, key, scope, 1, hold_ms=10)
+        wait_until(lambda: listed_waiter(lockbed, scope, 2) is not None, 20, "ticket 2 listed")
+        behind = pool.submit(call, lockbed, key, scope, 2, hold_ms=10)
+        wait_until(lambda: has_drawn(lockbed, scope, 3), 20, "the caller behind drew ticket 3")
+        stop_execution(lockbed.n8n, str(listed_waiter(lockbed, scope, 2)))
+        marked = f"n8n-lock-{scope}:gone:2"
+        wait_until(lambda: lockbed.redis.exists(marked) == 1, 20, "the cleanup marked ticket 2")
+        assert holder.result().status == 200 and behind.result().status == 200
+        stopped.result()  # answered (n8n's answer to a stopped execution)
+    bodies = spans(lockbed, scope)
+    assert 1 not in bodies
+    handoff = bodies[2][0] - bodies[0][1]
+    assert handoff < 2000, f"the stopped waiter's ticket held up the line {handoff} ms"
 
 
 def test_a_waiter_that_timed_out_leaves_the_line_at_once(

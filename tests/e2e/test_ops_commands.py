@@ -24,9 +24,16 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.ops.snapshot import ScopeState
 from n8n_lockkit.ops.store import LockStore
-from testbed.client import OWNER, N8nClient
+from testbed.client import N8nClient
 from testbed.endpoints import N8nInstance
-from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, acquired, init_workspace, wait_until
+from tests.e2e.lockbed import (
+    API_KEY_VARIABLE,
+    LockBed,
+    acquired,
+    init_workspace,
+    stop_execution,
+    wait_until,
+)
 from tests.redis_fixtures import draw, hold_lane, leave_lane
 
 HOLDER_PATH = "e2e-ops-holder"
@@ -112,25 +119,6 @@ def run_holder(n8n_client: N8nClient, hold_seconds: int) -> str:
 
 def status(n8n_client: N8nClient, execution_id: str) -> str:
     return str(n8n_client.api("GET", f"/executions/{execution_id}")["status"])
-
-
-def stop_execution(n8n: N8nInstance, execution_id: str) -> None:
-    """Stop a running execution as a user would: the public API on 2.x; 1.x has no public
-    stop, so its UI's internal endpoint, logged in as the owner."""
-    if not n8n.version.startswith("1."):
-        response = requests.post(
-            f"{n8n.base_url}/api/v1/executions/{execution_id}/stop",
-            headers={"X-N8N-API-KEY": n8n.api_key},
-            timeout=30,
-        )
-        response.raise_for_status()
-        return
-    with requests.Session() as session:
-        session.headers["browser-id"] = str(uuid.uuid4())
-        login = {"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]}
-        session.post(f"{n8n.base_url}/rest/login", json=login, timeout=30).raise_for_status()
-        stop = session.post(f"{n8n.base_url}/rest/executions/{execution_id}/stop", timeout=30)
-        stop.raise_for_status()
 
 
 def counted(client: redis.Redis, metric: str, scope: str) -> int:

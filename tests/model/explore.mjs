@@ -9,7 +9,7 @@
 //        [--crashes 0-0] [--procs 1-3] [--jitter-ms 30] [--drift 0.001]
 //        [--systematic --victims 0,1 --stall-sizes 6,20] [--replay SPEC_JSON] [--trace]
 //        [--shrink] [--budget-ms MS] [--stop-after N] [--max-idle-ms MS|auto]
-//        [--site-stalls P] [--samples N]
+//        [--site-stalls P] [--samples N] [--heal-after-ms MS]
 //
 // What a schedule is (all of it in a JSON "spec", printed with every violation, so that
 // `--replay` runs it again):
@@ -20,6 +20,11 @@
 //   the whole process (every caller on it) for `ms`, beginning when the named caller is about
 //   to take its step number `atStep`; a "redis" stall stops every process (Redis not answering).
 // - crashes: the named caller stops for good before its step `atStep` (its keys stay).
+//   With --heal-after-ms, the cleanup handler (error_handler_lock_cleanup, which n8n's
+//   recovery runs for a crashed execution of a workflow wrapped with --lock-on-error) runs for
+//   it that long after, as one atomic step with the handler's rules: each ticket its execution
+//   index lists is released when its record is still the caller's, marked gone when it has no
+//   record (it died waiting); an execution that fails (its tries ran out) is healed likewise.
 // - faults: a stall of at least --expr-timeout-ms (5 s: n8n 2.x's expression timeout) that
 //   begins at a step evaluating an expression lands inside it with probability --inside
 //   (0.5): that node fails; --redis-faults P fails a Redis item with probability P (before
@@ -40,7 +45,11 @@
 //   a fail-fast lock: or refused as busy)
 //   within max wait + hold + its process's stalls + a TTL and a grace per crash + slack;
 // - with --max-idle-ms: no stretch longer than that in which no lease was alive, no process
-//   was stopped, and a live caller waited (the line blocked by a dead waiter).
+//   was stopped, and a live caller waited (the line blocked by a dead waiter). 'auto' allows
+//   a max sleep, and a grace and a max sleep per dead caller; with --heal-after-ms, a grace
+//   and a sleep only per dead caller that had not listed its ticket in its execution index
+//   yet, and the heal delay per dead caller (heals of a chain of deaths come one after the
+//   other), since the listed ones are passed in one write.
 // Prints a JSON summary; exits 1 on any violation.
 
 import { readFileSync } from 'node:fs';
@@ -148,6 +157,7 @@ function parseArgs(argv) {
     replay: null, trace: false, shrink: false, budgetMs: null, maxIdleMs: null,
     stallAtMax: 60, redisStalls: 0.1, holdMs: null, arrivals: null, traceLength: 40,
     samples: 3, siteStalls: 0.5, stopAfter: null, inside: 0.5, exprTimeoutMs: 5000, redisFaults: 0,
+    healAfterMs: null,
   };
   const range = (v) => {
     const [a, b] = String(v).split('-').map(Number);
@@ -188,6 +198,7 @@ function parseArgs(argv) {
       case '--inside': opts.inside = Number(next()); break;
       case '--expr-timeout-ms': opts.exprTimeoutMs = Number(next()); break;
       case '--redis-faults': opts.redisFaults = Number(next()); break;
+      case '--heal-after-ms': opts.healAfterMs = Number(next()); break;
       default: throw new Error(`unknown option ${arg}`);
     }
   }
@@ -259,6 +270,7 @@ function randomSpec(opts, lock, seed, index) {
 // ---------------------------------------------------------------------------------------------
 // One schedule
 
+const SCOPE = 'orders'; // every caller's
 const SUMMARY_FIELDS = ['state', 'ticket', 'head', 'served', 'guess', 'fast', 'skip_read', 'check', 'elapsed_ms', 'sleep_seconds', 'quiet_since', 'reason', 'problem', 'released'];
 
 function brief(value) {
@@ -292,7 +304,7 @@ export function runSchedule(spec, graphs, opts) {
     steps: 0, released: 0, refused: 0, crashed: 0, maxBodies: 0, maxBodiesAnyLease: 0,
     leaseExpiredInBody: 0, withdrawals: 0, requeues: 0, skips: 0, checks: 0, fast: 0,
     maxIdleMs: 0, maxWaitMs: 0, endMs: 0, enteredExpired: 0, failed: 0, retries: 0,
-    insideFaults: 0, redisFaults: 0,
+    insideFaults: 0, redisFaults: 0, healed: 0, passed: 0, unlisted: 0,
   };
   const log = (entry) => {
     const row = { t: Math.round(T * 10) / 10, ...entry };
@@ -417,6 +429,48 @@ export function runSchedule(spec, graphs, opts) {
     }
   }
 
+  // The cleanup handler for a dead caller (--heal-after-ms): filter_owned_scopes.js's rules.
+  const K = lock.keys;
+  const heals = [];
+  const indexKey = (c) => `${K.index}${workflow.id}:${1000 + c.index}`;
+  const listedTicket = (c) => {
+    const entry = redis.entry(indexKey(c));
+    const raw = entry && entry.type === 'hash' ? entry.value[SCOPE] : undefined;
+    return raw === undefined ? null : JSON.parse(raw).ticket;
+  };
+  function died(c) {
+    if (opts.healAfterMs === null) return;
+    // A caller that had not listed its present ticket is passed after a grace, not healed.
+    if (c.state !== 'body' && listedTicket(c) !== c.ticket && !c.leases.some(leaseAlive)) stats.unlisted += 1;
+    heals.push({ at: T + opts.healAfterMs, c });
+  }
+  function heal(c) {
+    const entry = redis.entry(indexKey(c));
+    if (!entry || entry.type !== 'hash') return;
+    const nowMs = c.now();
+    for (const [scope, raw] of Object.entries(entry.value)) {
+      const { ticket, lock_id: lockId } = JSON.parse(raw);
+      const base = `${K.lock}${scope}`;
+      const holderKey = `${base}${K.holder}${ticket}`;
+      const text = redis.get(holderKey);
+      const record = text === null ? null : JSON.parse(text);
+      if (record === null) {
+        redis.set(`${base}${K.gone}${ticket}`, String(nowMs), K.gone_ttl);
+        stats.passed += 1;
+        log({ c: c.id, p: 'cleanup', op: 'SET', key: shortKey(`${base}${K.gone}${ticket}`), value: 'gone (died waiting)' });
+      } else if (!record.released && record.ticket === ticket && String(record.execution_id) === String(1000 + c.index) && record.lock_id === lockId) {
+        const released = JSON.stringify({ released: true, ticket, lock_id: lockId, released_at: new Date(nowMs).toISOString(), healed: true });
+        const lane = ticket % slots;
+        redis.set(holderKey, released, K.released_ttl);
+        redis.set(`${base}${K.meta}${lane}`, released, K.released_ttl);
+        redis.set(`${base}${K.served}${lane}`, String(ticket), null);
+        for (const lease of c.leases) if (lease.ticket === ticket && !lease.releasedAt) lease.releasedAt = T;
+        stats.healed += 1;
+        log({ c: c.id, p: 'cleanup', op: 'SET', key: shortKey(holderKey), value: 'released (healed)' });
+      }
+    }
+  }
+
   const jitter = (c) => c.rng() * opts.jitterMs;
   const schedule = (c, request) => {
     let at = T + jitter(c);
@@ -471,7 +525,7 @@ export function runSchedule(spec, graphs, opts) {
     if (c.state === 'new') {
       c.state = 'acquire';
       c.arrived = true;
-      c.gen = c.exec.run(lock.acquire, [{ json: { scope: 'orders' } }]);
+      c.gen = c.exec.run(lock.acquire, [{ json: { scope: SCOPE } }]);
       log({ c: c.id, p: `p${c.procIndex}`, op: 'arrive' });
     } else if (c.state === 'body') {
       const lease = lastLease(c);
@@ -503,6 +557,14 @@ export function runSchedule(spec, graphs, opts) {
   while (pending.size && safe) {
     let c = null;
     for (const x of pending) if (!c || x.readyAt < c.readyAt) c = x;
+    const due = heals.reduce((a, h) => (h.at <= c.readyAt && (!a || h.at < a.at) ? h : a), null);
+    if (due) {
+      heals.splice(heals.indexOf(due), 1);
+      T = Math.max(T, due.at);
+      heal(due.c);
+      trackIdle();
+      continue;
+    }
     T = Math.max(T, c.readyAt);
     if (T > horizon) {
       violate('no end', `virtual time passed ${Math.round(horizon)} ms with ${[...pending].map((x) => `${x.id} (${x.state})`).join(', ')} still running`);
@@ -512,6 +574,7 @@ export function runSchedule(spec, graphs, opts) {
     if (crash) {
       crash.done = true;
       c.crashedIn = c.state;
+      died(c);
       finish(c, 'crashed');
       stats.crashed += 1;
       pending.delete(c);
@@ -550,6 +613,7 @@ export function runSchedule(spec, graphs, opts) {
     advance(c);
     c.steps += 1;
     stats.steps += 1;
+    if (c.state === 'failed') died(c);
     if (['released', 'refused', 'error', 'failed'].includes(c.state)) pending.delete(c);
     if (c.state === 'error') safe = false;
     safe = checkSafety() && safe;
@@ -576,8 +640,12 @@ export function runSchedule(spec, graphs, opts) {
     // crashed holder once its lease ran out) is skipped at the first look a grace after the
     // look that found it quiet; so each crash may cost grace + max sleep, plus one max sleep
     // and a second of steps.
+    // Healed (--heal-after-ms): a dead caller's heal may come that long after the one before
+    // it (a chain of deaths), and the next look a max sleep after the last.
+    const dead = opts.healAfterMs === null ? stats.crashed + stats.failed : stats.unlisted;
+    const healing = opts.healAfterMs === null ? 0 : (stats.crashed + stats.failed) * opts.healAfterMs;
     const limit = opts.maxIdleMs === 'auto'
-      ? lock.max_sleep_ms + (stats.crashed + stats.failed) * (graceMs + lock.max_sleep_ms) + 1000
+      ? lock.max_sleep_ms + healing + dead * (graceMs + lock.max_sleep_ms) + 1000
       : opts.maxIdleMs;
     if (limit !== null && stats.maxIdleMs > limit) {
       violate('line blocked', `for ${Math.round(stats.maxIdleMs)} ms no lease was alive and no process stopped while a live caller waited (limit ${limit} ms, ${stats.crashed} crashed)`);
@@ -671,7 +739,7 @@ function main() {
   const totals = {
     steps: 0, released: 0, refused: 0, crashed: 0, withdrawals: 0, requeues: 0, skips: 0,
     checks: 0, fast: 0, leaseExpiredInBody: 0, enteredExpired: 0, virtualMs: 0, failed: 0,
-    retries: 0, insideFaults: 0, redisFaults: 0,
+    retries: 0, insideFaults: 0, redisFaults: 0, healed: 0, passed: 0, unlisted: 0,
   };
   let maxBodies = 0;
   let maxBodiesAnyLease = 0;
@@ -743,6 +811,8 @@ function main() {
       entered_after_lease_expired: totals.enteredExpired,
       stalls_inside_an_expression: totals.insideFaults, redis_faults: totals.redisFaults,
       node_retries: totals.retries,
+      healed_holders: totals.healed, passed_dead_waiters: totals.passed,
+      dead_waiters_unlisted: totals.unlisted,
     },
     violations_total: failing,
     violations_by_kind: byKind,

@@ -63,6 +63,26 @@ def _group(group: Any) -> dict[str, Any]:
     }
 
 
+def _key_names(keys: Any) -> dict[str, Any] | None:
+    """What the model's cleanup handler (explore.mjs `--heal-after-ms`) writes by: the key
+    schema of a namespace-less env and the TTLs the handler uses; None for an engine older
+    than the key schema."""
+    schema = getattr(keys, "KeySchema", None)
+    if schema is None:
+        return None
+    names = schema("")
+    return {
+        "lock": names.lock,
+        "index": names.index,
+        "holder": names.holder,
+        "gone": names.gone,
+        "meta": names.meta,
+        "served": names.served,
+        "gone_ttl": keys.GONE_MIN_TTL_SECONDS,
+        "released_ttl": keys.RELEASED_META_TTL_SECONDS,
+    }
+
+
 def build(ttl: int = TTL_SECONDS, max_wait: int = MAX_WAIT_SECONDS) -> dict[str, Any]:
     """The graphs of the engine importable as `n8n_lockkit` in this interpreter."""
     engine = importlib.import_module("n8n_lockkit.primitives.engine")
@@ -83,6 +103,7 @@ def build(ttl: int = TTL_SECONDS, max_wait: int = MAX_WAIT_SECONDS) -> dict[str,
             "max_sleep_ms": int(engine.MAX_SLEEP_MS),
             "max_poll_ms": int(engine.MAX_POLL_MS),
             "engine_file": str(Path(str(engine.__file__)).resolve()),
+            "keys": _key_names(keys),
             "acquire": _group(engine.acquire("model", inputs, (0, 0))),
             "release": _group(engine.release("model", HELD, (0, 1200))),
         }

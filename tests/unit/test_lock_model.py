@@ -246,6 +246,62 @@ def test_crashed_waiters_do_not_stop_the_line(graphs: Path, lock: str) -> None:
     assert summary["outcomes"]["refused"] == 0, summary["outcomes"]
 
 
+@pytest.mark.parametrize(("lock", "callers"), [("mutex", "2-7"), ("semaphore", "4-10")])
+def test_callers_healed_by_the_cleanup_handler_are_passed_without_a_grace(
+    graphs: Path, lock: str, callers: str
+) -> None:
+    """With --lock-on-error, n8n's recovery runs the cleanup handler for every execution that
+    died (`--heal-after-ms`: 3 s after each death, as one step with the handler's rules): a
+    holder's lock is released, a waiter's listed ticket marked gone. Under stalls that is
+    still never two holders, and the line idles a grace only for a caller that died before it
+    listed its ticket: the listed ones cost no grace (`--max-idle-ms auto`, explore.mjs)."""
+    args = ["--lock", lock, "--callers", callers, "--crashes", "1-4", *STALLS]
+    summary = explore(
+        graphs, schedules(300), *args, "--heal-after-ms", "3000", "--max-idle-ms", "auto",
+        seed=901,
+    )  # fmt: skip
+    assert_safe(summary)
+    events = summary["events"]
+    assert events["passed_dead_waiters"] > 0 and events["healed_holders"] > 0, events
+
+
+# n8n killed while c0 holds (its body ends at its death) and c1..c6 wait, each listed in its
+# execution index; c7 arrives 9 s later, after n8n's restart.
+CRASH_WITH_A_LINE = {
+    "lock": "mutex",
+    "seed": 1,
+    "index": 0,
+    "procs": [{"offset": 0, "rate": 1}],
+    "callers": [
+        {"proc": 0, "arrival": 0, "hold": 3000, "rng": 11},
+        *({"proc": 0, "arrival": 200 + 100 * i, "hold": 300, "rng": 100 + i} for i in range(6)),
+        {"proc": 0, "arrival": 9000, "hold": 300, "rng": 999},
+    ],
+    "stalls": [],
+    "crashes": [{"caller": 0, "atStep": 20}, *({"caller": i, "atStep": 60} for i in range(1, 7))],
+}
+
+
+def test_after_a_crash_the_cleanup_handler_lets_a_new_caller_in_at_once(graphs: Path) -> None:
+    """Measured in n8n 2.41.1 before the fix: after a crash with a holder and 10 waiters, a new
+    caller waited 54-56 s, the dead waiters skipped one 5 s grace after another. Here: without
+    the cleanup handler c7 waits for the holder's lease and six graces; with it (3 s after the
+    deaths) the holder is released and the six dead tickets go in two skips."""
+    replay = ["--lock", "mutex", "--replay", json.dumps(CRASH_WITH_A_LINE)]
+    unhealed = _run(graphs, replay)
+    healed = _run(graphs, [*replay, "--heal-after-ms", "3000"])
+    assert_safe(unhealed)
+    assert_safe(healed)
+    grace = json.loads(graphs.read_text(encoding="utf-8"))["mutex"]["skip_grace_ms"]
+    assert unhealed["max_wait_ms"] > 6 * grace, unhealed["max_wait_ms"]
+    events = healed["events"]
+    assert (events["healed_holders"], events["passed_dead_waiters"]) == (1, 6), (
+        "the schedule no longer kills c0 holding and c1..c6 listed: re-tune the crash steps "
+        f"of CRASH_WITH_A_LINE (replay it with --trace): {events}"
+    )
+    assert healed["max_wait_ms"] < grace, healed["max_wait_ms"]
+
+
 def test_without_stalls_every_caller_gets_the_lock_and_the_line_never_idles(graphs: Path) -> None:
     args = ["--lock", "mutex", "--stalls", "0-0", "--redis-stalls", "0", "--max-idle-ms", "auto"]
     summary = explore(graphs, schedules(400), *args, seed=401)

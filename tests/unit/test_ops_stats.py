@@ -39,10 +39,11 @@ def test_counters_are_summed_over_the_hours_asked_for(redis_client: redis.Redis)
     count(redis_client, 0, "timeout", "order-1", 1)
     count(redis_client, 0, "busy", "order-1", 2)
     count(redis_client, 5, "skipped", "order-1", 1)
+    count(redis_client, 23, "crashed", "order-1", 1)  # died in line, passed by the cleanup
     entry = collect(redis_client)["order-1"]
     assert entry.arrived == 9
     assert entry.counts == {
-        "acquired": 5,
+        "acquired": 4,
         "waited": 0,
         "timeout": 1,
         "busy": 2,
@@ -51,6 +52,7 @@ def test_counters_are_summed_over_the_hours_asked_for(redis_client: redis.Redis)
         "force_released": 1,
         "reaped": 2,
         "healed": 1,
+        "crashed": 1,
     }
     assert collect(redis_client, hours=1)["order-1"].counts["acquired"] == 1
 

@@ -13,14 +13,27 @@ const asked = << decided >> ? << decision >> : null;
 const fresh = asked === null || asked.state !== 'read';
 const look = fresh ? << look >> : asked.look;
 if (fresh && !look.skip_read) return { ticket: look.ticket, lane: look.lane, state: 'read', look, read: look.read };
+// A waiter lists its ticket in its execution's cleanup index before its first sleep (Lock
+// Enqueue, the entry Lock Hold writes on entering): if the execution dies waiting (n8n
+// crashed, was killed, redeployed), the cleanup handler n8n's recovery runs for it marks the
+// ticket gone, and the line passes a run of such marks in one write, not one grace each.
+const listed = look.before !== null && look.before !== undefined && look.before.ticket === look.ticket && look.before.listed === true;
+const sleep = (decision) => (listed ? { ...decision, listed } : {
+  ...decision, listed: true, state: 'queue',
+  queue: [{
+    key: ctx.index_key,
+    value: { [ctx.scope]: << records.index_entry('ctx.lock_id', 'look.ticket', 'ctx.slots') >> },
+    ttl: Math.max(ctx.ttl_seconds, ctx.max_wait_seconds) + 3600,
+  }],
+});
 // Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
 // starts at a later look.
 if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefined) {
-  return {
+  return sleep({
     ticket: look.ticket, lane: look.lane, head: look.last_out + 1, served: look.last_out,
     quiet_since: null, overdue: 0, state: 'wait', wake_ms: look.sleep_first_ms,
     sleep_seconds: Math.max(0.01, Math.round(look.sleep_first_ms / 10) / 100),
-  };
+  });
 }
 const N = ctx.slots;
 const t = look.ticket;
@@ -58,7 +71,7 @@ const holding = active(head);
 const averageMs = holdRaw ? Number(holdRaw) : << default_hold_ms >>;
 const before = look.before && look.before.ticket === t ? look.before : null;
 const waitedMs = now - ctx.started_ms;
-const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0, fast: look.fast };
+const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0, fast: look.fast, listed };
 // Turned away without the body: skipped (skip, buffer-one, a duplicate) or, for a duplicate
 // guard with on_busy error, refused. `firstExecution`: the execution of the key that ran.
 const turnedAway = (holderExecution, firstExecution) => {
@@ -231,4 +244,4 @@ const overdue = before && before.wake_ms <= << min_poll_ms >> ? before.overdue +
 const sleepMs = wakeMs > << min_poll_ms >>
   ? Math.min(wakeMs, << max_sleep_ms >>)
   : Math.min(<< min_poll_ms >> * 1.5 ** Math.max(0, overdue - 6), << max_poll_ms >>);
-return { ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
+return sleep({ ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) });
