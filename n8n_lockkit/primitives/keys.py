@@ -26,6 +26,7 @@ SERVED_SUFFIX = ":served:"
 LANE_META_SUFFIX = ":meta:"
 HOLDER_SUFFIX = ":holder:"
 GONE_SUFFIX = ":gone:"
+ALIVE_SUFFIX = ":alive:"
 HOLD_SUFFIX = ":hold_ms"
 FAST_SUFFIX = ":fast"
 # Arrivals between two writes stay far below this, so value // FAST_SCALE is the last ticket
@@ -44,6 +45,16 @@ SKIP_GRACE_SECONDS = 5
 SAFE_ENTRY_MS = SKIP_GRACE_SECONDS * 1000 - 500
 # A skip mark outlives any stall of the skipped caller shorter than its lease.
 GONE_MIN_TTL_SECONDS = 86400
+# A waiter that has watched a quiet head this long, with unmarked tickets between it and the
+# head, writes its `alive` beacon (`:alive:<t>`) at every look: it is in line, not dead. A
+# waiter that watched the head RUN_GRACE_MS passes the head and every unmarked ticket between
+# them without a fresh beacon in one skip (their `gone` marks), not one grace each: a live one
+# among them would have written its beacon by then (it watches from one sleep after this one
+# at most, and looks at least every sleep). decide.js, docs/lock-engine.md.
+BEACON_AFTER_MS = 2000
+ALIVE_FRESH_MS = 6000
+ALIVE_TTL_SECONDS = 30
+RUN_GRACE_MS = SKIP_GRACE_SECONDS * 1000 + 4000
 # A released (or withdrawn) record stays this long: a head whose record says released has left
 # even when `served` says otherwise (a late skip wrote it back), and is skipped at once.
 RELEASED_META_TTL_SECONDS = 60
@@ -78,6 +89,10 @@ CONSTANTS: dict[str, int] = {
     "skip_grace_ms": SKIP_GRACE_SECONDS * 1000,
     "safe_entry_ms": SAFE_ENTRY_MS,
     "gone_min_ttl": GONE_MIN_TTL_SECONDS,
+    "beacon_after_ms": BEACON_AFTER_MS,
+    "alive_fresh_ms": ALIVE_FRESH_MS,
+    "alive_ttl": ALIVE_TTL_SECONDS,
+    "run_grace_ms": RUN_GRACE_MS,
     "released_ttl": RELEASED_META_TTL_SECONDS,
     "release_margin_ms": RELEASE_MARGIN_SECONDS * 1000,
     "stats_ttl": STATS_TTL_SECONDS,
@@ -105,6 +120,7 @@ _LANE_KINDS = {
     LANE_META_SUFFIX: "meta",
     HOLDER_SUFFIX: "holder",
     GONE_SUFFIX: "gone",
+    ALIVE_SUFFIX: "alive",
 }
 _SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
 
@@ -128,6 +144,7 @@ class KeySchema:
     served: ClassVar[str] = SERVED_SUFFIX
     holder: ClassVar[str] = HOLDER_SUFFIX
     gone: ClassVar[str] = GONE_SUFFIX
+    alive: ClassVar[str] = ALIVE_SUFFIX
     meta: ClassVar[str] = LANE_META_SUFFIX
     hold: ClassVar[str] = HOLD_SUFFIX
     fast: ClassVar[str] = FAST_SUFFIX
@@ -197,7 +214,7 @@ class KeySchema:
     def parse_key(self, key: str) -> tuple[str, str, int | None] | None:
         """(scope, kind, number) of a key under `lock`, or None for another prefix.
 
-        Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone (number = ticket);
+        Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone/alive (number = ticket);
         any other name is `v1_counter` (scope = the whole name: format 1's counter was the bare
         scope; ops/compat.py tells its other keys apart). A scope may hold colons, so the kind
         is read from the end."""
@@ -324,6 +341,20 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         f"head that neither enters nor leaves after {SKIP_GRACE_SECONDS} s of watching. A "
         f"caller that wrote its record {SAFE_ENTRY_MS / 1000:g} s or more after drawing its "
         "ticket reads its own mark, and withdraws when it is there.",
+    ),
+    KeyKind(
+        "alive",
+        f"{_SCOPE}{ALIVE_SUFFIX}<t>",
+        "string (ms)",
+        f"{ALIVE_TTL_SECONDS} s",
+        "Lock Enqueue (a waiter that has watched a quiet head for "
+        f"{BEACON_AFTER_MS / 1000:g} s, with unmarked tickets between, at every look)",
+        "Lock Read Line (the tickets between the head and the reader, during such a watch)",
+        "ticket t waits in line and is alive: a caller behind it does not pass it as dead. A "
+        f"caller that watched a quiet head {RUN_GRACE_MS / 1000:g} s passes the head and the "
+        "unmarked tickets between without a beacon of the last "
+        f"{ALIVE_FRESH_MS / 1000:g} s in one skip (their `gone` marks), instead of one "
+        "grace each (n8n crashed with callers in line).",
     ),
     KeyKind(
         "hold_ms",

@@ -283,23 +283,51 @@ CRASH_WITH_A_LINE = {
 
 
 def test_after_a_crash_the_cleanup_handler_lets_a_new_caller_in_at_once(graphs: Path) -> None:
-    """Measured in n8n 2.41.1 before the fix: after a crash with a holder and 10 waiters, a new
-    caller waited 54-56 s, the dead waiters skipped one 5 s grace after another. Here: without
-    the cleanup handler c7 waits for the holder's lease and six graces; with it (3 s after the
-    deaths) the holder is released and the six dead tickets go in two skips."""
+    """With the cleanup handler (3 s after the deaths) the holder is released and the six dead
+    tickets go in two skips: c7 is in within a second. Without it, c7 waits for the holder's
+    lease (TTL 30 s) and then passes the six dead in one run, not one grace each."""
     replay = ["--lock", "mutex", "--replay", json.dumps(CRASH_WITH_A_LINE)]
     unhealed = _run(graphs, replay)
     healed = _run(graphs, [*replay, "--heal-after-ms", "3000"])
     assert_safe(unhealed)
     assert_safe(healed)
-    grace = json.loads(graphs.read_text(encoding="utf-8"))["mutex"]["skip_grace_ms"]
-    assert unhealed["max_wait_ms"] > 6 * grace, unhealed["max_wait_ms"]
+    lock = json.loads(graphs.read_text(encoding="utf-8"))["mutex"]
+    grace, lease_left = lock["skip_grace_ms"], lock["ttl_seconds"] * 1000 - 9000
+    assert lease_left < unhealed["max_wait_ms"] < lease_left + 2 * grace, unhealed["max_wait_ms"]
     events = healed["events"]
     assert (events["healed_holders"], events["passed_dead_waiters"]) == (1, 6), (
         "the schedule no longer kills c0 holding and c1..c6 listed: re-tune the crash steps "
         f"of CRASH_WITH_A_LINE (replay it with --trace): {events}"
     )
     assert healed["max_wait_ms"] < grace, healed["max_wait_ms"]
+
+
+# n8n killed while c1..c6 wait behind c0 (whose body ends normally 3 s in); c7 arrives 9 s in.
+DEAD_LINE = {**CRASH_WITH_A_LINE, "crashes": [{"caller": i, "atStep": 60} for i in range(1, 7)]}
+
+
+def test_a_line_of_dead_waiters_is_passed_in_one_run_not_one_grace_each(
+    graphs: Path, tmp_path: Path
+) -> None:
+    """Measured in n8n 2.41.1 and 1.123.81 before: after a crash with 10 in line, a new caller
+    waited 55 s, the dead tickets skipped one 5 s grace after another (n8n's recovery runs no
+    error workflow for a waiter that has looked twice, so no cleanup handler marks them). A
+    waiter that watched a quiet head for the run grace, with no `alive` beacon between, passes
+    the head and the tickets between in one skip: c7 waits a first sleep, the run grace and a
+    sleep (its looks while it watches). With the run grace disabled the same schedule takes
+    one grace per dead ticket."""
+    replay = ["--lock", "mutex", "--replay", json.dumps(DEAD_LINE)]
+    summary = _run(graphs, replay)
+    assert_safe(summary)
+    lock = json.loads(graphs.read_text(encoding="utf-8"))["mutex"]
+    run_grace = 9000
+    assert summary["max_wait_ms"] < run_grace + 3 * lock["max_sleep_ms"], summary["max_wait_ms"]
+
+    def no_run(text: str) -> str:
+        return text.replace(f"watchedMs >= {run_grace}", "watchedMs >= 9e9")
+
+    sequential = _run(mutated(graphs, tmp_path, "Lock Decide", no_run), replay)
+    assert sequential["max_wait_ms"] > 5 * lock["skip_grace_ms"], sequential["max_wait_ms"]
 
 
 def test_without_stalls_every_caller_gets_the_lock_and_the_line_never_idles(graphs: Path) -> None:

@@ -17,15 +17,19 @@ if (fresh && !look.skip_read) return { ticket: look.ticket, lane: look.lane, sta
 // Enqueue, the entry Lock Hold writes on entering): if the execution dies waiting (n8n
 // crashed, was killed, redeployed), the cleanup handler n8n's recovery runs for it marks the
 // ticket gone, and the line passes a run of such marks in one write, not one grace each.
+// The same node writes a waiter's `alive` beacon (`beacon`: see the skip of a dead run below).
 const listed = look.before !== null && look.before !== undefined && look.before.ticket === look.ticket && look.before.listed === true;
-const sleep = (decision) => (listed ? { ...decision, listed } : {
-  ...decision, listed: true, state: 'queue',
-  queue: [{
-    key: ctx.index_key,
-    value: { [ctx.scope]: << records.index_entry('ctx.lock_id', 'look.ticket', 'ctx.slots') >> },
-    ttl: Math.max(ctx.ttl_seconds, ctx.max_wait_seconds) + 3600,
-  }],
-});
+const sleep = (decision, beacon = false) => {
+  const queue = [
+    ...(listed ? [] : [{
+      key: ctx.index_key,
+      value: { [ctx.scope]: << records.index_entry('ctx.lock_id', 'look.ticket', 'ctx.slots') >> },
+      ttl: Math.max(ctx.ttl_seconds, ctx.max_wait_seconds) + 3600,
+    }]),
+    ...(beacon ? [{ key: `${ctx.base}<< keys.alive >>${look.ticket}`, value: String(Date.now()), ttl: << alive_ttl >> }] : []),
+  ];
+  return queue.length === 0 ? { ...decision, listed: true } : { ...decision, listed: true, state: 'queue', queue };
+};
 // Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
 // starts at a later look.
 if (!look.fast && look.sleep_first_ms !== null && look.sleep_first_ms !== undefined) {
@@ -50,16 +54,19 @@ const now = Date.now();
 // read is undefined (unknown).
 const records = look.fast ? { [t - 1]: null } : {};
 const marks = {};
+const beacons = {}; // when the look read them (read.js `beacons`): ms, or null
+const stride = look.beacons ? 3 : 2;
 if (!look.fast) {
   look.window.forEach((k, index) => {
-    records[k] = parse(values[2 + 2 * index]);
-    marks[k] = values[3 + 2 * index] ?? null;
+    records[k] = parse(values[2 + stride * index]);
+    marks[k] = values[3 + stride * index] ?? null;
+    if (look.beacons) beacons[k] = values[4 + stride * index] === null || values[4 + stride * index] === undefined ? null : Number(values[4 + stride * index]);
   });
 }
 // parse() gives null for a key that is absent; undefined means the look did not read it.
 const known = (ticket) => ticket < 1 || records[ticket] !== undefined; // none below 1
 // A duplicate guard's done mark: a success of this key within its window.
-const done = ctx.dedupe && !look.fast ? parse(values[2 + 2 * look.window.length]) : null;
+const done = ctx.dedupe && !look.fast ? parse(values[2 + stride * look.window.length]) : null;
 // Ticket `ticket` may hold: its record is there and not released. It may have entered late
 // (after a stall), so the caller after it waits for it like for any holder.
 const active = (ticket) => {
@@ -189,7 +196,39 @@ const markedRun = () => {
   return last;
 };
 if (markedHead) return skipHead(markedRun());
-if (leftHead || graceOver) return skipHead(head);
+if (leftHead) return skipHead(head);
+// A head quiet past the grace, with tickets between it and mine that have not left (no mark):
+// one of them, alive, takes the skip (the one right behind the head skips at the grace, as
+// here when none is between). After n8n crashed with callers in line, though, they are all
+// dead, and one grace each adds up (10 in line: 55 s). So a waiter watching that long writes
+// its `alive` beacon at every look (Lock Enqueue), and one that watched the head RUN_GRACE
+// passes the head and every unmarked ticket between without a fresh beacon in one skip: it
+// marks them all gone and advances `served` past the head only; the next look passes the
+// marked run (markedRun). A live one among them that was slow to say so withdraws and draws
+// again, as a skipped caller does (verify.js: the run's tickets were drawn before this one,
+// so any record they write after the marks is checked against them).
+const watchedMs = quiet && before && before.head === head && before.quiet_since ? look.look_ms - before.quiet_since : 0;
+const between = [];
+let liveBetween = false;
+let unreadBetween = false;
+for (let k = head + N; k < t; k += N) {
+  if (!known(k) || marks[k] === undefined) { unreadBetween = true; break; }
+  if (active(k)) break;
+  if (marks[k] !== null) continue; // left the line: passed with the marked run
+  if (beacons[k] !== undefined && beacons[k] !== null && look.look_ms - beacons[k] < << alive_fresh_ms >>) { liveBetween = true; break; }
+  between.push(k);
+}
+const mayBeLive = between.length > 0 || liveBetween || unreadBetween;
+if (graceOver && !mayBeLive) return skipHead(head);
+if (graceOver && !liveBetween && between.length > 0 && watchedMs >= << run_grace_ms >>) {
+  const run = skipHead(head);
+  return { ...run, run: between, skip: [
+    { key: `${ctx.base}<< keys.gone >>${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
+    ...between.map((k) => ({ key: `${ctx.base}<< keys.gone >>${k}`, type: 'string', value: '1', ttl: ctx.gone_ttl })),
+    { key: `${ctx.base}<< keys.served >>${look.lane}`, type: 'string', value: String(head), ttl: 0 },
+  ] };
+}
+const beacon = quiet && mayBeLive && watchedMs >= << beacon_after_ms >>;
 // The overlap policy (context.js). `error` (fail-fast): a marked head was skipped above; any
 // other head, or a ticket before mine that has not left yet, is busy.
 if (ctx.on_busy === 'error') {
@@ -244,4 +283,4 @@ const overdue = before && before.wake_ms <= << min_poll_ms >> ? before.overdue +
 const sleepMs = wakeMs > << min_poll_ms >>
   ? Math.min(wakeMs, << max_sleep_ms >>)
   : Math.min(<< min_poll_ms >> * 1.5 ** Math.max(0, overdue - 6), << max_poll_ms >>);
-return sleep({ ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) });
+return sleep({ ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) }, beacon);

@@ -62,11 +62,15 @@ const window = guess - N >= 1 ? [guess - N] : [];
 // tickets after it: their marks are the oldest, which tell whether the head died.
 // The look after a skip reads further: the marked tickets a burst of skipped callers left go in
 // one write when one look read them all (decide.js).
-const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip') ? << buffer_window >>
+// A waiter that has watched a quiet head for a while reads the tickets between it and the
+// head too, with their `alive` beacons (decide.js: a run of dead tickets goes in one skip).
+const watchedMs = before && before.quiet_since ? now - before.quiet_since : 0;
+const beacons = watchedMs >= << beacon_after_ms >>;
+const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip') || beacons ? << buffer_window >>
   : ctx.on_busy === 'skip' ? << skip_window >> : << look_window >>;
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 return {
-  ticket, lane, guess, fast, window,
+  ticket, lane, guess, fast, window, beacons,
   // When this look began, before its read: a skip counts quiet time from one look's answer to
   // a later look's start, so that a stall in between never counts as watched quiet.
   look_ms: now,
@@ -76,7 +80,10 @@ return {
   read: [
     { key: `${ctx.base}<< keys.served >>${lane}` },
     { key: `${ctx.base}<< keys.hold >>` },
-    ...window.flatMap((k) => [{ key: `${ctx.base}<< keys.holder >>${k}` }, { key: `${ctx.base}<< keys.gone >>${k}` }]),
+    ...window.flatMap((k) => [
+      { key: `${ctx.base}<< keys.holder >>${k}` }, { key: `${ctx.base}<< keys.gone >>${k}` },
+      ...(beacons ? [{ key: `${ctx.base}<< keys.alive >>${k}` }] : []),
+    ]),
     // Last: a release writes the done mark before it frees the line, so a look that finds the
     // line free also finds the mark.
     ...(ctx.dedupe ? [{ key: ctx.dedupe.done_key }] : []),
