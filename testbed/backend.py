@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .endpoints import N8nInstance, RedisEndpoint
 from .errors import ConfigError
@@ -25,6 +25,30 @@ class Backend(Protocol):
     def n8n(
         self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
     ) -> N8nInstance: ...
+
+
+class RestartableN8n(Protocol):
+    """An n8n a test has to itself, which it can crash and start again as the same n8n (its
+    SQLite database, workflows, credentials, API key and event log survive; same URL)."""
+
+    instance: N8nInstance
+
+    def crash(self) -> None:
+        """Kill it at once (SIGKILL), as a lost machine or an OOM kill would; returns when it
+        is gone."""
+
+    def restart(self) -> float:
+        """Start it again; the seconds until it is ready (/healthz/readiness and /rest)."""
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of its log, all its lives."""
+
+
+@runtime_checkable
+class RestartableBackend(Protocol):
+    def n8n_restartable(
+        self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+    ) -> RestartableN8n: ...
 
 
 def choose_backend(stack: ExitStack, progress: Progress) -> Backend:
@@ -63,6 +87,16 @@ def deploy_n8n(
         assert isinstance(backend, LocalBackend)  # choose_backend sees to it
         return backend.n8n_queue(stack, version, redis, workdir)
     return backend.n8n(stack, version, redis, workdir), None
+
+
+def deploy_restartable_n8n(
+    backend: Backend, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+) -> RestartableN8n | None:
+    """A single-process n8n `version` of its own, reaching `redis`, that the caller may crash
+    and restart; None when the backend cannot start one (external: nothing of ours to kill)."""
+    if not isinstance(backend, RestartableBackend):
+        return None
+    return backend.n8n_restartable(stack, version, redis, workdir)
 
 
 def _docker_available() -> bool:

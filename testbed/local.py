@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 from .client import bootstrap_api_key
 from .endpoints import N8nInstance, RedisEndpoint, instance_for
 from .install import ensure_n8n
-from .n8n_process import start_n8n
+from .n8n_process import N8nServer, n8n_server, start_n8n
 from .postgres import start_postgres
-from .progress import Progress
+from .progress import Progress, format_duration
 from .queue import QueueCluster, start_queue_cluster
 from .redis_server import start_redis_server
 
@@ -36,6 +37,23 @@ class LocalBackend:
             base_url=base_url, api_key=api_key, version=version, redis=redis, backend=self.name
         )
 
+    def n8n_restartable(
+        self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+    ) -> LocalN8n:
+        """An n8n of its own (never the session's) that a test may crash and start again."""
+        install = ensure_n8n(version, self.progress)
+        server = n8n_server(stack, install, workdir)
+        self.progress(f"starting n8n {version} to crash on {server.base_url} ({server.log_path})")
+        self.progress(f"n8n {version} ready after {format_duration(server.start())}")
+        instance = instance_for(
+            base_url=server.base_url,
+            api_key=bootstrap_api_key(server.base_url),
+            version=version,
+            redis=redis,
+            backend=self.name,
+        )
+        return LocalN8n(instance, server)
+
     def n8n_queue(
         self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
     ) -> tuple[N8nInstance, QueueCluster]:
@@ -54,3 +72,22 @@ class LocalBackend:
             backend=self.name,
         )
         return instance, cluster
+
+
+@dataclass
+class LocalN8n:
+    """A local `n8n start` that crashes as a killed machine would (SIGKILL to n8n and its task
+    runner at once) and comes back as the same n8n: user folder, port, API key."""
+
+    instance: N8nInstance
+    server: N8nServer
+
+    def crash(self) -> None:
+        self.server.crash()
+
+    def restart(self) -> float:
+        return self.server.start()
+
+    def log_tail(self, lines: int = 60) -> str:
+        assert self.server.process is not None  # started by n8n_restartable
+        return self.server.process.log_tail(lines)

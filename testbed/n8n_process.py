@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SetupFailed
 from .install import N8nInstall
 from .ports import free_ports
 from .process import ManagedProcess, start_process
-from .progress import Progress, Stopwatch
+from .progress import Progress, format_duration
 from .readiness import is_ready, wait_until_ready
 from .runtime import needs_node24
 
@@ -79,30 +80,79 @@ def start_n8n(
     `extra_env` adds settings (queue mode's). The stop is registered on `stack` before
     waiting, so an interrupted start leaves nothing.
     """
+    server = n8n_server(stack, install, workdir, extra_env=extra_env)
+    progress(f"starting n8n {install.version} on {server.base_url} (log: {server.log_path})")
+    seconds = server.start()
+    progress(f"n8n {install.version} ready after {format_duration(seconds)}")
+    assert server.process is not None  # start() sets it
+    return server.process, server.base_url
+
+
+def n8n_server(
+    stack: ExitStack,
+    install: N8nInstall,
+    workdir: Path,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+) -> N8nServer:
+    """An `n8n start` with a fresh user folder under `workdir` and free ports, not started."""
     port, broker_port = free_ports(2)
     user_folder = workdir / "n8n-home"
     user_folder.mkdir(parents=True, exist_ok=True)
     env = n8n_env(install, user_folder=user_folder, port=port, broker_port=broker_port)
     env.update(extra_env or {})
-    argv = [str(install.runtime.node), str(install.n8n_bin), "start"]
-    watch = Stopwatch()
-    process = start_process(
-        f"n8n {install.version}", argv, cwd=install.app_dir, env=env, log_path=workdir / "n8n.log"
+    return N8nServer(
+        name=f"n8n {install.version}",
+        argv=[str(install.runtime.node), str(install.n8n_bin), "start"],
+        env=env,
+        cwd=install.app_dir,
+        log_path=workdir / "n8n.log",
+        base_url=f"http://127.0.0.1:{port}",
+        stack=stack,
     )
-    stack.callback(process.stop)
-    base_url = f"http://127.0.0.1:{port}"
-    progress(f"starting n8n {install.version} on {base_url} (log: {process.log_path})")
-    wait_until_started(process, base_url, f"n8n {install.version}")
-    progress(f"n8n {install.version} ready after {watch}")
-    return process, base_url
+
+
+@dataclass
+class N8nServer:
+    """One `n8n start`, which can crash and start again as the same n8n: same user folder
+    (SQLite database, workflows, credentials, API key, event log), port and settings. Each
+    life appends to the same log."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log_path: Path
+    base_url: str
+    stack: ExitStack  # stops every life of it
+    process: ManagedProcess | None = None
+
+    def start(self) -> float:
+        """Start it and wait until it is ready; the seconds that took. The stop is registered
+        on `stack` before waiting, so an interrupted start leaves nothing."""
+        process = start_process(
+            self.name, self.argv, cwd=self.cwd, env=self.env, log_path=self.log_path
+        )
+        self.stack.callback(process.stop)
+        self.process = process
+        return wait_until_started(process, self.base_url, self.name)
+
+    def crash(self) -> None:
+        """SIGKILL n8n and its task runner at once, as a lost machine or an OOM kill would."""
+        assert self.process is not None, f"{self.name} was never started"
+        self.process.kill()
+        self.process.stop()  # nothing left to signal: closes its log handle and forgets it
 
 
 def wait_until_started(
     process: ManagedProcess, base_url: str, name: str, check: Callable[[str], bool] = is_ready
-) -> None:
-    """Wait for `base_url`/healthz/readiness; SetupFailed with the log's tail otherwise."""
+) -> float:
+    """Wait for `base_url`/healthz/readiness; the seconds waited. SetupFailed with the log's
+    tail otherwise."""
     try:
-        wait_until_ready(base_url, timeout=READY_TIMEOUT, alive=process.is_alive, check=check)
+        return wait_until_ready(
+            base_url, timeout=READY_TIMEOUT, alive=process.is_alive, check=check
+        )
     except SetupFailed as exc:
         tail = process.log_tail()
         raise SetupFailed(f"{name}: {exc}\n--- log tail ({process.log_path}) ---\n{tail}") from exc
