@@ -47,10 +47,12 @@ SAFE_ENTRY_MS = SKIP_GRACE_SECONDS * 1000 - 500
 GONE_MIN_TTL_SECONDS = 86400
 # A waiter that has watched a quiet head this long, with unmarked tickets between it and the
 # head, writes its `alive` beacon (`:alive:<t>`) at every look: it is in line, not dead. A
-# waiter that watched the head RUN_GRACE_MS passes the head and every unmarked ticket between
-# them without a fresh beacon in one skip (their `gone` marks), not one grace each: a live one
-# among them would have written its beacon by then (it watches from one sleep after this one
-# at most, and looks at least every sleep). decide.js, docs/lock-engine.md.
+# waiter that watched the head RUN_GRACE_MS (a stall of its own counted as one sleep at most,
+# so that waiters stopped with it get a look to say so) passes the head and every unmarked
+# ticket between them without a fresh beacon in one skip (their `gone` marks), not one grace
+# each: a live one among them would have written its beacon by then (it watches from one
+# sleep after this one at most, and looks at least every sleep). decide.js,
+# docs/lock-engine.md.
 BEACON_AFTER_MS = 2000
 ALIVE_FRESH_MS = 6000
 ALIVE_TTL_SECONDS = 30

@@ -285,7 +285,7 @@ CRASH_WITH_A_LINE = {
 def test_after_a_crash_the_cleanup_handler_lets_a_new_caller_in_at_once(graphs: Path) -> None:
     """With the cleanup handler (3 s after the deaths) the holder is released and the six dead
     tickets go in two skips: c7 is in within a second. Without it, c7 waits for the holder's
-    lease (TTL 30 s) and then passes the six dead in one run, not one grace each."""
+    lease (TTL 30 s), a grace, and then passes the six dead in one run, not one grace each."""
     replay = ["--lock", "mutex", "--replay", json.dumps(CRASH_WITH_A_LINE)]
     unhealed = _run(graphs, replay)
     healed = _run(graphs, [*replay, "--heal-after-ms", "3000"])
@@ -293,7 +293,9 @@ def test_after_a_crash_the_cleanup_handler_lets_a_new_caller_in_at_once(graphs: 
     assert_safe(healed)
     lock = json.loads(graphs.read_text(encoding="utf-8"))["mutex"]
     grace, lease_left = lock["skip_grace_ms"], lock["ttl_seconds"] * 1000 - 9000
-    assert lease_left < unhealed["max_wait_ms"] < lease_left + 2 * grace, unhealed["max_wait_ms"]
+    # The lease, a grace for the expired holder, then the run grace for the six behind it.
+    bound = lease_left + grace + 9000 + 2 * lock["max_sleep_ms"]
+    assert lease_left < unhealed["max_wait_ms"] < bound, unhealed["max_wait_ms"]
     events = healed["events"]
     assert (events["healed_holders"], events["passed_dead_waiters"]) == (1, 6), (
         "the schedule no longer kills c0 holding and c1..c6 listed: re-tune the crash steps "
@@ -324,7 +326,7 @@ def test_a_line_of_dead_waiters_is_passed_in_one_run_not_one_grace_each(
     assert summary["max_wait_ms"] < run_grace + 3 * lock["max_sleep_ms"], summary["max_wait_ms"]
 
     def no_run(text: str) -> str:
-        return text.replace(f"watchedMs >= {run_grace}", "watchedMs >= 9e9")
+        return text.replace(f"out.watch_ms >= {run_grace}", "out.watch_ms >= 9e9")
 
     sequential = _run(mutated(graphs, tmp_path, "Lock Decide", no_run), replay)
     assert sequential["max_wait_ms"] > 5 * lock["skip_grace_ms"], sequential["max_wait_ms"]

@@ -165,6 +165,13 @@ const watched = t > head && !blocked;
 const quietSince = watched ? (before && before.head === head && before.quiet_since ? before.quiet_since : now) : null;
 const quiet = watched && !holding;
 out.quiet_since = quietSince;
+// The same watch without the time this waiter itself was stopped: each look adds the time since
+// the one before, at most that look's sleep and a second (a stall of the whole n8n counts
+// once, so that waiters it stopped too have a look to say they are alive). At the first look
+// of a watch, nothing.
+const continued = quiet && before && before.head === head && before.watch_ms !== undefined && before.at_ms;
+out.watch_ms = continued ? before.watch_ms + Math.max(0, Math.min(now - before.at_ms, (before.sleep_seconds ?? 0) * 1000 + 1000)) : 0;
+out.at_ms = now;
 // A head that never shows up (its waiter died, stopped or gave up) is skipped: at once when
 // it left a mark, else after a grace no live waiter needs to take its turn. The skip marks the
 // head gone before it advances `served`, so that a head that wrote its record late finds the
@@ -220,7 +227,7 @@ for (let k = head + N; k < t; k += N) {
 }
 const mayBeLive = between.length > 0 || liveBetween || unreadBetween;
 if (graceOver && !mayBeLive) return skipHead(head);
-if (graceOver && !liveBetween && between.length > 0 && watchedMs >= << run_grace_ms >>) {
+if (graceOver && !liveBetween && between.length > 0 && out.watch_ms >= << run_grace_ms >>) {
   const run = skipHead(head);
   return { ...run, run: between, skip: [
     { key: `${ctx.base}<< keys.gone >>${head}`, type: 'string', value: '1', ttl: ctx.gone_ttl },
