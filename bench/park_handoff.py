@@ -13,10 +13,10 @@ same body: Webhook (`responseNode`) → Hold (Wait `hold_ms`) → Work (Code) �
   (tickets out); ticket t enters when t = done + 1, else it looks again after `POLL_MS`. It
   writes no lease (no TTL, no healing): the baseline that isolates what parking costs.
 - parked: the prototype, but a waiter writes its `$execution.resumeUrl` to `park:<t>`, reads
-  `done` once more (it may be its turn already: then it does not park) and parks in a Wait
-  "On Webhook Call" (limit `PARK_LIMIT_S`). The releaser INCRs `done`, GETs `park:<t + 1>` and
-  POSTs to it (HTTP Request, `neverError`, on error continue), again after `RETRY_MS` while
-  n8n answers 409 (the waiter has not parked yet).
+  `done` once more (it may be its turn already: then it deletes `park:<t>` and does not park)
+  and parks in a Wait "On Webhook Call" (limit `PARK_LIMIT_S`). The releaser INCRs `done`,
+  GETs `park:<t + 1>` and POSTs to it (HTTP Request, `neverError`, on error continue); while
+  n8n answers 409 (not parked yet) it reads `park:<t + 1>` again after `RETRY_MS` and resends.
 - hybrid, woken at entry: the one next in line (t = done + 2) stays awake and looks every
   `POLL_MS`; the rest park. A holder, as it enters and before its body, resumes t + 1, the new
   next in line (the resume is on the path from the lock's release to the body).
@@ -184,22 +184,28 @@ LABELS = {
 
 def decide_expression(shape: Prototype) -> str:
     """The prototypes' Decide: enter, poll (next in line, or anyone when nobody parks),
-    register the resume URL, or park."""
+    register the resume URL, park, or (registered, then found it need not park) unregister
+    first, so that whoever would resume it stops sending resumes that n8n refuses."""
     if not shape.parks:
-        waits = "'poll'"
-    else:
-        poll = "ahead === 1 ? 'poll' : " if shape.polls else ""
-        waits = f"{poll}(!$('Register').isExecuted ? 'register' : 'park')"
+        return (
+            f"={{{{ (() => {{ const t = {TICKET}; const done = Number($json.done ?? 0); "
+            "const ahead = t - done - 1; const state = ahead <= 0 ? 'enter' : 'poll'; "
+            "return { ticket: t, done, ahead, state }; })() }}"
+        )
+    poll = "ahead === 1 ? 'poll' : " if shape.polls else ""
     return (
         f"={{{{ (() => {{ const t = {TICKET}; const done = Number($json.done ?? 0); "
-        f"const ahead = t - done - 1; const state = ahead <= 0 ? 'enter' : {waits}; "
+        "const ahead = t - done - 1; const registered = $('Register').isExecuted; "
+        f"let state = ahead <= 0 ? 'enter' : {poll}(registered ? 'park' : 'register'); "
+        "if (state !== 'park' && registered && !$('Park').isExecuted "
+        "&& !$('Unregister').isExecuted) state = 'unregister'; "
         "return { ticket: t, done, ahead, state }; })() }}"
     )
 
 
 def wake_nodes(key: str, x: int, step: int, credential: dict[str, str]) -> list[dict[str, Any]]:
     """Next (GET the resume URL of ticket + `step`) → Parked? → Resume (POST it) → Refused?
-    (409: not parked yet) → Retry (a short Wait) → Resume again."""
+    (409: not parked yet) → Retry (a short Wait) → Next again."""
     return [
         _redis(key, "Next", x, {
             "operation": "get", "propertyName": "url",
@@ -222,8 +228,9 @@ def wake_nodes(key: str, x: int, step: int, credential: dict[str, str]) -> list[
 
 
 def waiting_nodes(key: str, shape: Prototype, credential: dict[str, str]) -> list[dict[str, Any]]:
-    """Register (SET `park:<t>` to the resume URL) and Park (Wait "On Webhook Call"), and Poll
-    (a short Wait), as the prototype has them; each goes back to Look."""
+    """Register (SET `park:<t>` to the resume URL), Park (Wait "On Webhook Call") and
+    Unregister (DEL `park:<t>`), and Poll (a short Wait), as the prototype has them; each goes
+    back to Look."""
     register = _redis(key, "Register", 1100, {
         "operation": "set", "key": f"={{{{ {BASE} + 'park:' + $json.ticket }}}}",
         "value": "={{ $execution.resumeUrl }}", "keyType": "string", "expire": True, "ttl": 600,
@@ -233,10 +240,14 @@ def waiting_nodes(key: str, shape: Prototype, credential: dict[str, str]) -> lis
         "limitType": "afterTimeInterval", "resumeAmount": PARK_LIMIT_S, "resumeUnit": "seconds",
         "options": {},
     })  # fmt: skip
+    unregister = _redis(key, "Unregister", 1100, {
+        "operation": "delete", "key": f"={{{{ {BASE} + 'park:' + $json.ticket }}}}",
+    }, credential)  # fmt: skip
     poll = _wait(
         key, "Poll", 1100, {"resume": "timeInterval", "amount": POLL_MS / 1000, "unit": "seconds"}
     )
-    return [*([register, park] if shape.parks else []), *([poll] if shape.polls else [])]
+    parking = [register, park, unregister] if shape.parks else []
+    return [*parking, *([poll] if shape.polls else [])]
 
 
 def prototype(key: str, design: str, credential: dict[str, str]) -> dict[str, Any]:
@@ -298,7 +309,7 @@ def prototype(key: str, design: str, credential: dict[str, str]) -> dict[str, An
         link("Parked?", to("Resume"), then)
         link("Resume", to("Refused?"))
         link("Refused?", to("Retry"), then)
-        link("Retry", to("Resume"))
+        link("Retry", to("Next"))  # it may have unregistered meanwhile
     return {
         "name": key,
         "nodes": nodes,
@@ -448,15 +459,18 @@ def resumes(executions: Sequence[Execution], step: int) -> Figures:
     statuses: list[int | None] = []
     answered_ms: list[float] = []
     woke_ms: list[float] = []
+    early = 0  # 409s to a waiter that parked afterwards (the others: it took its turn itself)
     for ticket, execution in by_ticket.items():
         sent = run_data(execution).get("Resume", [])
+        target = by_ticket.get(ticket + step)
         for run in sent:
             output = ((run.get("data") or {}).get("main") or [[]])[0] or [{}]
             status = output[0].get("json", {}).get("statusCode")
             statuses.append(status)
+            if status == 409 and target is not None and "Park" in run_data(target):
+                early += 1
             if status == 200:
                 answered_ms.append(float(run.get("executionTime") or 0))
-                target = by_ticket.get(ticket + step)
                 if target is not None:
                     after = [
                         float(r["startTime"])
@@ -473,6 +487,7 @@ def resumes(executions: Sequence[Execution], step: int) -> Figures:
         "registered_not_parked": sum(1 for r in runs if "Register" in r and "Park" not in r),
         "resumes_200": statuses.count(200),
         "resumes_409": statuses.count(409),
+        "resumes_409_early": early,
         "resumes_unanswered": sum(1 for s in statuses if s is None),
         "resumes_other": sum(1 for s in statuses if s not in (200, 409, None)),
         "resume_answered_ms": answered_ms,
@@ -637,8 +652,9 @@ def rows(result: Figures) -> list[Row]:
          parked(lambda f: f"{f['parked_waiters']} ({f['parks']})")),
         ("registered, then found it need not park",
          parked(lambda f: f"{f['registered_not_parked']}")),
-        ("resumes: 200 / 409 (sent again) / no answer",
-         parked(lambda f: f"{f['resumes_200']} / {f['resumes_409']} / {f['resumes_unanswered']}")),
+        ("resumes: 200 / 409 (sent again; of them before a park) / no answer",
+         parked(lambda f: f"{f['resumes_200']} / {f['resumes_409']} ({f['resumes_409_early']})"
+                f" / {f['resumes_unanswered']}")),
         ("resume answered in, median (ms)", parked(lambda f: ms(f["resume_answered_median_ms"]))),
         ("resume sent → resumed run's first node, median / max (ms)",
          parked(lambda f: f"{ms(f['resumed_run_started_median_ms'])} / "
