@@ -54,9 +54,8 @@ import redis
 from bench import figures
 from bench.harness.calls import burst, call
 from bench.harness.executions import in_scope, matching, workflow_ids
-from bench.harness.results import command, measured, progress_for, versions, write_report
+from bench.harness.results import command, progress_for, versions, write_report
 from bench.harness.runs import (
-    REDIS,
     Execution,
     end,
     first_output,
@@ -68,254 +67,28 @@ from bench.harness.runs import (
 from bench.harness.session import Bed, Span, running_bed
 from bench.harness.stats import percentile
 from bench.harness.workspace import (
-    chained,
     cli,
-    node,
     prepare,
     push,
-    webhook,
     wrap_args,
     write_template,
 )
-from n8n_lockkit.primitives.nodekit import if_parameters
+from bench.park_report import LOST_GAP_MS, report
+from bench.park_workflows import (
+    DESIGNS,
+    PROTOTYPES,
+    polling_workflow,
+    prototype,
+    unrelated_workflow,
+)
 from testbed.client import N8nClient
 from testbed.endpoints import N8nInstance
 
 RESULTS = Path(__file__).parent / "results"
-PARK_LIMIT_S = 120  # the parked Wait's "Limit Wait Time": the backstop for a lost resume
-POLL_MS = 25  # hybrids: how often the one next in line looks at `done`
-RETRY_MS = 25  # a resume refused with 409 (not parked yet) is sent again after this
-RETRIES = 40  # at most this many times (about a second)
-RESUME_TIMEOUT_MS = 2000  # the HTTP Request's timeout; a timed-out resume may still land
 PROBE_EVERY_S = 0.5  # the unrelated workflow is called this often while a line drains
 ALONE_CALLS = 5  # and this many times alone, before each line
-LOST_GAP_MS = 5000  # a handoff this slow waited for the backstop: a lost resume
 Figures = dict[str, Any]
 progress = progress_for("park_handoff")
-
-BODY = "$('Webhook').first().json.body"
-BASE = f"('pk:' + {BODY}.scope + ':')"  # the prototype's keys of a scope
-TICKET = "Object.values($('Ticket').first().json)[0]"
-
-
-# ---------------------------------------------------------------------------------------------
-# The workflows.
-
-
-def body_nodes(key: str, x: int) -> list[dict[str, Any]]:
-    """Hold (Wait hold_ms) → Work (Code) → Respond (its item), from x on."""
-    hold = f"={{{{ Math.max(0.01, {BODY}.hold_ms / 1000) }}}}"
-    return [
-        node(
-            key, "Hold", "n8n-nodes-base.wait", 1.1, x,
-            {"resume": "timeInterval", "amount": hold, "unit": "seconds"},
-            webhookId=str(uuid.uuid5(uuid.NAMESPACE_URL, key + "-hold")),
-        ),
-        node(
-            key, "Work", "n8n-nodes-base.code", 2, x + 220,
-            {"jsCode": "return [{ json: { done: Date.now() } }];"},
-        ),
-        node(
-            key, "Respond", "n8n-nodes-base.respondToWebhook", 1.1, x + 440,
-            {"respondWith": "firstIncomingItem", "options": {}},
-        ),
-    ]  # fmt: skip
-
-
-def responding_webhook(key: str) -> dict[str, Any]:
-    hook = webhook(key)
-    hook["parameters"]["responseMode"] = "responseNode"
-    return hook
-
-
-def polling_workflow(key: str) -> dict[str, Any]:
-    """The body alone; `add-lock-to-workflow` wraps it."""
-    return chained(key, [responding_webhook(key), *body_nodes(key, 220)])
-
-
-def unrelated_workflow(key: str) -> dict[str, Any]:
-    """One Webhook node that answers with its own item once its execution ran."""
-    return chained(key, [webhook(key)])
-
-
-def _redis(
-    key: str, name: str, x: int, parameters: dict[str, Any], credential: dict[str, str]
-) -> dict[str, Any]:
-    return node(key, name, REDIS, 1, x, parameters, credentials={"redis": credential})
-
-
-def _if(key: str, name: str, x: int, test: str) -> dict[str, Any]:
-    return node(key, name, "n8n-nodes-base.if", 2.2, x, if_parameters(key + name, test))
-
-
-def _wait(key: str, name: str, x: int, parameters: dict[str, Any]) -> dict[str, Any]:
-    webhook_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}-{name}"))
-    return node(key, name, "n8n-nodes-base.wait", 1.1, x, parameters, webhookId=webhook_id)
-
-
-@dataclass(frozen=True)
-class Prototype:
-    """How a prototype waits and hands over. `parks`: waiters park (else every waiter polls);
-    `polls`: the one next in line stays awake and looks every POLL_MS; `wake_at`: who resumes a
-    parked waiter, the releaser after its release (`release`) or a holder as it enters, before
-    its body (`entry`); `step`: it resumes its own ticket + step."""
-
-    parks: bool
-    polls: bool
-    wake_at: str = "release"
-    step: int = 1
-
-
-PROTOTYPES = {
-    "polled": Prototype(parks=False, polls=True),
-    "parked": Prototype(parks=True, polls=False),
-    "hybrid_entry": Prototype(parks=True, polls=True, wake_at="entry"),
-    "hybrid_release": Prototype(parks=True, polls=True, step=2),
-}
-DESIGNS = ("polling", *PROTOTYPES)
-LABELS = {
-    "polling": "polling (today's engine)",
-    "polled": "prototype, all poll",
-    "parked": "parked",
-    "hybrid_entry": "hybrid, woken at entry",
-    "hybrid_release": "hybrid, woken after release",
-}
-
-
-def decide_expression(shape: Prototype) -> str:
-    """The prototypes' Decide: enter, poll (next in line, or anyone when nobody parks),
-    register the resume URL, park, or (registered, then found it need not park) unregister
-    first, so that whoever would resume it stops sending resumes that n8n refuses."""
-    if not shape.parks:
-        return (
-            f"={{{{ (() => {{ const t = {TICKET}; const done = Number($json.done ?? 0); "
-            "const ahead = t - done - 1; const state = ahead <= 0 ? 'enter' : 'poll'; "
-            "return { ticket: t, done, ahead, state }; })() }}"
-        )
-    poll = "ahead === 1 ? 'poll' : " if shape.polls else ""
-    return (
-        f"={{{{ (() => {{ const t = {TICKET}; const done = Number($json.done ?? 0); "
-        "const ahead = t - done - 1; const registered = $('Register').isExecuted; "
-        f"let state = ahead <= 0 ? 'enter' : {poll}(registered ? 'park' : 'register'); "
-        "if (state !== 'park' && registered && !$('Park').isExecuted "
-        "&& !$('Unregister').isExecuted) state = 'unregister'; "
-        "return { ticket: t, done, ahead, state }; })() }}"
-    )
-
-
-def wake_nodes(key: str, x: int, step: int, credential: dict[str, str]) -> list[dict[str, Any]]:
-    """Next (GET the resume URL of ticket + `step`) → Parked? → Resume (POST it) → Refused?
-    (409: not parked yet) → Retry (a short Wait) → Next again."""
-    return [
-        _redis(key, "Next", x, {
-            "operation": "get", "propertyName": "url",
-            "key": f"={{{{ {BASE} + 'park:' + ({TICKET} + {step}) }}}}",
-            "keyType": "string", "options": {"dotNotation": False},
-        }, credential),
-        _if(key, "Parked?", x + 220, "$json.url !== null"),
-        node(key, "Resume", "n8n-nodes-base.httpRequest", 4.2, x + 440, {
-            "method": "POST", "url": "={{ $('Next').first().json.url }}",
-            "options": {
-                "timeout": RESUME_TIMEOUT_MS,
-                "response": {"response": {"neverError": True, "fullResponse": True}},
-            },
-        }, onError="continueRegularOutput"),
-        _if(key, "Refused?", x + 660, f"$json.statusCode === 409 && $runIndex < {RETRIES}"),
-        _wait(key, "Retry", x + 880, {
-            "resume": "timeInterval", "amount": RETRY_MS / 1000, "unit": "seconds",
-        }),
-    ]  # fmt: skip
-
-
-def waiting_nodes(key: str, shape: Prototype, credential: dict[str, str]) -> list[dict[str, Any]]:
-    """Register (SET `park:<t>` to the resume URL), Park (Wait "On Webhook Call") and
-    Unregister (DEL `park:<t>`), and Poll (a short Wait), as the prototype has them; each goes
-    back to Look."""
-    register = _redis(key, "Register", 1100, {
-        "operation": "set", "key": f"={{{{ {BASE} + 'park:' + $json.ticket }}}}",
-        "value": "={{ $execution.resumeUrl }}", "keyType": "string", "expire": True, "ttl": 600,
-    }, credential)  # fmt: skip
-    park = _wait(key, "Park", 1100, {
-        "resume": "webhook", "httpMethod": "POST", "limitWaitTime": True,
-        "limitType": "afterTimeInterval", "resumeAmount": PARK_LIMIT_S, "resumeUnit": "seconds",
-        "options": {},
-    })  # fmt: skip
-    unregister = _redis(key, "Unregister", 1100, {
-        "operation": "delete", "key": f"={{{{ {BASE} + 'park:' + $json.ticket }}}}",
-    }, credential)  # fmt: skip
-    poll = _wait(
-        key, "Poll", 1100, {"resume": "timeInterval", "amount": POLL_MS / 1000, "unit": "seconds"}
-    )
-    parking = [register, park, unregister] if shape.parks else []
-    return [*parking, *([poll] if shape.polls else [])]
-
-
-def prototype(key: str, design: str, credential: dict[str, str]) -> dict[str, Any]:
-    """A ticket mutex around the body, waiting and handing over as PROTOTYPES[design] says:
-    Webhook → Ticket → Look → Decide → Route → (enter) [wake at entry] Hold → Work → Respond →
-    Release [wake after release]; Route's other outputs wait and go back to Look."""
-    shape = PROTOTYPES[design]
-    waiting = waiting_nodes(key, shape, credential)
-    routes = ["enter", *(n["name"].lower() for n in waiting)]
-    index = ", ".join(f"{state}: {i}" for i, state in enumerate(routes))
-    at_entry = shape.parks and shape.wake_at == "entry"
-    after_release = shape.parks and shape.wake_at == "release"
-    nodes = [
-        responding_webhook(key),
-        _redis(key, "Ticket", 220, {
-            "operation": "incr", "key": f"={{{{ {BASE} + 'ticket' }}}}", "expire": True,
-            "ttl": 600,
-        }, credential),
-        _redis(key, "Look", 440, {
-            "operation": "get", "propertyName": "done", "key": f"={{{{ {BASE} + 'done' }}}}",
-            "keyType": "string", "options": {"dotNotation": False},
-        }, credential),
-        node(key, "Decide", "n8n-nodes-base.set", 3.4, 660, {
-            "mode": "raw", "jsonOutput": decide_expression(shape), "includeOtherFields": False,
-            "options": {},
-        }),
-        node(key, "Route", "n8n-nodes-base.switch", 3.2, 880, {
-            "mode": "expression", "numberOutputs": len(routes),
-            "output": f"={{{{ ({{ {index} }})[$json.state] ?? 0 }}}}",
-        }),
-        *waiting,
-        *(wake_nodes(key, 1320, shape.step, credential) if at_entry else []),
-        *body_nodes(key, 2420 if at_entry else 1320),
-        _redis(key, "Release", 3080 if at_entry else 1980, {
-            "operation": "incr", "key": f"={{{{ {BASE} + 'done' }}}}", "expire": True,
-            "ttl": 600,
-        }, credential),
-        *(wake_nodes(key, 2200, shape.step, credential) if after_release else []),
-    ]  # fmt: skip
-    connections: dict[str, Any] = {}
-
-    def link(source: str, *outputs: list[dict[str, Any]]) -> None:
-        connections[source] = {"main": list(outputs)}
-
-    def to(target: str) -> list[dict[str, Any]]:
-        return [{"node": target, "type": "main", "index": 0}]
-
-    body = ["Hold", "Work", "Respond", "Release", *(["Next"] if after_release else [])]
-    for source, target in itertools.pairwise(["Webhook", "Ticket", "Look", "Decide", "Route"]):
-        link(source, to(target))
-    for source, target in itertools.pairwise(body):
-        link(source, to(target))
-    link("Route", to("Next" if at_entry else "Hold"), *(to(n["name"]) for n in waiting))
-    for waiter in waiting:
-        link(waiter["name"], to("Look"))
-    if shape.parks:  # when Parked? or Refused? says no: the body, or nothing after release
-        then = to("Hold") if at_entry else []
-        link("Next", to("Parked?"))
-        link("Parked?", to("Resume"), then)
-        link("Resume", to("Refused?"))
-        link("Refused?", to("Retry"), then)
-        link("Retry", to("Next"))  # it may have unregistered meanwhile
-    return {
-        "name": key,
-        "nodes": nodes,
-        "connections": connections,
-        "settings": {"executionOrder": "v1"},
-    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -619,109 +392,6 @@ def bench_version(version: str, args: argparse.Namespace) -> Figures:
 
 # ---------------------------------------------------------------------------------------------
 # The report.
-
-
-def ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.0f}"
-
-
-Row = tuple[str, Callable[[Figures], str]]
-
-
-def rows(result: Figures) -> list[Row]:
-    k, hold = result["callers"], result["hold_ms"]
-
-    def parked(show: Callable[[Figures], str]) -> Callable[[Figures], str]:
-        return lambda f: show(f) if "parks" in f else "–"
-
-    return [
-        ("handoff gap median / p99 (ms)",
-         lambda f: f"{ms(f['gap_median_ms'])} / {ms(f['gap_p99_ms'])} ({len(f['gaps_ms'])} gaps)"),
-        (f"efficiency {k} × {hold} ms / wall, median (rounds)",
-         lambda f: f"{f['efficiency_median']:.2f} ("
-         + ", ".join(f"{e:.2f}" for e in f["efficiency"]) + ")"),
-        ("unrelated workflow alone, median (ms)", lambda f: ms(f["unrelated_alone_median_ms"])),
-        ("unrelated workflow during the line, median / max (ms)",
-         lambda f: f"{ms(f['unrelated_during_median_ms'])} / {ms(f['unrelated_during_max_ms'])}"
-         f" ({f['unrelated_during_calls']} calls)"),
-        ("Redis node executions waiting added, per waiter-second / per waiter",
-         lambda f: f"{f['redis_per_waiter_second']:.2f} / {f['redis_per_waiter']:.1f}"),
-        ("waiters / seconds waited (all lines)",
-         lambda f: f"{f['waiters']} / {f['wait_seconds']:.1f} s"),
-        ("waiters that parked (parks)",
-         parked(lambda f: f"{f['parked_waiters']} ({f['parks']})")),
-        ("registered, then found it need not park",
-         parked(lambda f: f"{f['registered_not_parked']}")),
-        ("resumes: 200 / 409 (sent again; of them before a park) / no answer",
-         parked(lambda f: f"{f['resumes_200']} / {f['resumes_409']} ({f['resumes_409_early']})"
-                f" / {f['resumes_unanswered']}")),
-        ("resume answered in, median (ms)", parked(lambda f: ms(f["resume_answered_median_ms"]))),
-        ("resume sent → resumed run's first node, median / max (ms)",
-         parked(lambda f: f"{ms(f['resumed_run_started_median_ms'])} / "
-                f"{ms(f['resumed_run_started_max_ms'])}")),
-        ("handoffs to a waiter still parked at the release: count, gap median (ms)",
-         lambda f: f"{sum(f['next_still_parked'])} of {len(f['gaps_ms'])}, "
-         f"{ms(f['gap_parked_median_ms'])} (to one awake: {ms(f['gap_awake_median_ms'])})"),
-        (f"handoffs over {LOST_GAP_MS // 1000} s (a lost resume) / bodies at once",
-         lambda f: f"{f['gaps_over_5s']} / {f['overlaps']}"),
-        ("executions read / expected", lambda f: f"{f['saved']} / {f['expected']}"),
-    ]  # fmt: skip
-
-
-def table(result: Figures) -> list[str]:
-    lines = [
-        f"| n8n {result['n8n']}, limit {result['limit']} | "
-        + " | ".join(LABELS[d] for d in DESIGNS)
-        + " |",
-        "|---|" + "---|" * len(DESIGNS),
-    ]
-    for label, show in rows(result):
-        lines.append(f"| {label} | " + " | ".join(show(result[d]) for d in DESIGNS) + " |")
-    return lines
-
-
-def report(results: Sequence[Figures], args: argparse.Namespace, argv: Sequence[str]) -> str:
-    lines = [
-        f"`{command('park_handoff', argv)}`",
-        "",
-        f"{measured()}: {args.callers} webhook callers (`responseNode`) at once on one mutex, "
-        f"each holding {args.hold_ms} ms, {args.rounds} rounds, the designs' order rotating; "
-        f"regular mode, `N8N_CONCURRENCY_PRODUCTION_LIMIT={args.limit}`. In the prototypes "
-        f"(bench/park_handoff.py says how each waits) a waiter that polls looks every "
-        f"{POLL_MS} ms; a resume refused with 409 is sent again after {RETRY_MS} ms (at most "
-        f"{RETRIES} times); the resume's timeout is {RESUME_TIMEOUT_MS} ms.",
-        "",
-    ]
-    for result in results:
-        before, after = result["load_average_1min"]
-        lines += [
-            *table(result),
-            "",
-            f"n8n {result['n8n']}: calls {result['calls_seconds']:.0f} s, run "
-            f"{result['seconds'] / 60:.1f} min; 1-minute load average {before:.1f} → "
-            f"{after:.1f} (2 cores, other work running). A resume URL: "
-            f"`{result['resume_url_example']}`.",
-            "",
-        ]
-    lines.append(" ".join(DEFINITIONS.split()))
-    return "\n".join(lines) + "\n"
-
-
-DEFINITIONS = """\
-Handoff gap: the end of the node that frees the lock (polling: Lock Release; prototypes:
-Release, the INCR of `done`) → the next holder's first body node (Hold), from the saved
-executions, within each line; a few ms below 0 when the next one saw the lock free before the
-Redis node that freed it had ended (bodies at once: a body that began before that node began).
-Still parked at the release: the next holder's resumed run began after the lock was free.
-Efficiency: callers × hold / the line's wall time (first call made → last answer). Unrelated
-workflow: a one-node webhook workflow (answers when its execution ran) called alone before each
-line, then every 0.5 s while the line drains. Redis node executions waiting added: the Redis
-node runs before the body of the executions that waited, minus an uncontended call's, over the
-seconds they waited (lined up → body). Resumed run's first node: from the start of the HTTP
-Request that got 200 to the first node the resumed execution ran (the parked Wait node: n8n
-records its run when it resumes). The prototypes are lighter than the engine (no lease, no TTL,
-no healing): compare them with each other for what parking costs, and the engine with
-"prototype, all poll" for what its weight costs."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:

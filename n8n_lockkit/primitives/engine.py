@@ -77,6 +77,15 @@ _ROUTES: tuple[tuple[str, ...], ...] = (
 _ENTER, _READ, _WAIT, _SKIP, _REQUEUE, _QUEUE = range(len(_ROUTES))
 
 
+# Lock Enqueue writes the one key its decision names (`queue`: an object is a hash).
+_ENQUEUE = {
+    **SET_EXPIRING_EACH,
+    "key": "={{ $json.queue.key }}",
+    "value": "={{ $json.queue.value }}",
+    "ttl": "={{ $json.queue.ttl }}",
+}
+
+
 @dataclass(frozen=True)
 class LockInputs:
     """Where each input of a lock comes from: n8n parameter values (a literal, or an
@@ -156,7 +165,7 @@ def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions) -> dict[str, 
         "withdraw": templating.expression("engine/lock/withdraw", decision=decision),
         "redraw": f"={{{{ {{ incr: {c.ref('Lock Withdraw')}.first().json.incr }} }}}}",
         "refused": f"{decision}.message",
-        # From Lock Route or after Lock Enqueue (whose items are the index entries it wrote).
+        # From Lock Route or after Lock Enqueue (whose item is the decision too; one source).
         "sleep": f"={{{{ {decision}.sleep_seconds }}}}",
     }
 
@@ -193,9 +202,8 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
         Row("lock-withdrawn", "Lock Withdrawn", redis(SET_EACH, False), (3, 2)),
         # Not entering: wait, skip a dead head, draw again, or give up.
         Row("lock-sleep", "Lock Sleep", wait(s["sleep"]), (6, 2)),
-        # A first sleep lists the waiter in its execution's cleanup index (decide.js).
-        Row("lock-queue-items", "Lock Queue Items", split_out("queue"), (4, 3)),
-        Row("lock-enqueue", "Lock Enqueue", redis(SET_EXPIRING_EACH, False), (5, 3)),
+        # Before a sleep: the waiter's cleanup index entry, or its alive beacon (decide.js).
+        Row("lock-enqueue", "Lock Enqueue", redis(_ENQUEUE, True), (5, 2)),
         Row("lock-skip-items", "Lock Skip Items", split_out("skip"), (7, 2)),
         Row("lock-skip", "Lock Skip Head", redis(SET_EACH, False), (8, 2)),
         Row("lock-give-up-items", "Lock Give-Up Items", split_out("leave"), (2, 1)),
@@ -205,8 +213,9 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
 
 
 def _routes(count: int) -> list[tuple[str, ...]]:
-    """Lock Route's outputs: enter, read the line, sleep, skip a dead head, draw again, list
-    the waiter then sleep, (a policy that may skip: answer skipped,) else give up."""
+    """Lock Route's outputs: enter, read the line, sleep, skip a dead head, draw again, write
+    the waiter's index entry or beacon then sleep, (a policy that may skip: answer skipped,)
+    else give up."""
     return [*_ROUTES, *([("skipped",)] if count > len(_ROUTES) + 1 else []), ()]
 
 
@@ -239,8 +248,8 @@ _WAITING_EDGES: list[Edge] = [
     ("Lock Skip Items", 0, "Lock Skip Head"),
     ("Lock Skip Head", 0, "Lock Decide"),
     ("Lock Route", _REQUEUE, "Lock Ticket Items"),
-    ("Lock Route", _QUEUE, "Lock Queue Items"),
-    *chained("Lock Queue Items", "Lock Enqueue", "Lock Sleep"),
+    ("Lock Route", _QUEUE, "Lock Enqueue"),
+    ("Lock Enqueue", 0, "Lock Sleep"),
 ]
 _REDRAW_EDGES: list[Edge] = [
     ("Lock Withdrawn", 0, "Lock Redraw"),

@@ -17,18 +17,16 @@ if (fresh && !look.skip_read) return { ticket: look.ticket, lane: look.lane, sta
 // Enqueue, the entry Lock Hold writes on entering): if the execution dies waiting (n8n
 // crashed, was killed, redeployed), the cleanup handler n8n's recovery runs for it marks the
 // ticket gone, and the line passes a run of such marks in one write, not one grace each.
-// The same node writes a waiter's `alive` beacon (`beacon`: see the skip of a dead run below).
+// Lock Enqueue writes one key per sleep: the index entry first, then a waiter's `alive` beacon
+// (`beacon`: see the skip of a dead run below) at its later looks.
 const listed = look.before !== null && look.before !== undefined && look.before.ticket === look.ticket && look.before.listed === true;
 const sleep = (decision, beacon = false) => {
-  const queue = [
-    ...(listed ? [] : [{
-      key: ctx.index_key,
-      value: { [ctx.scope]: << records.index_entry('ctx.lock_id', 'look.ticket', 'ctx.slots') >> },
-      ttl: Math.max(ctx.ttl_seconds, ctx.max_wait_seconds) + 3600,
-    }]),
-    ...(beacon ? [{ key: `${ctx.base}<< keys.alive >>${look.ticket}`, value: String(Date.now()), ttl: << alive_ttl >> }] : []),
-  ];
-  return queue.length === 0 ? { ...decision, listed: true } : { ...decision, listed: true, state: 'queue', queue };
+  const queue = !listed ? {
+    key: ctx.index_key,
+    value: { [ctx.scope]: << records.index_entry('ctx.lock_id', 'look.ticket', 'ctx.slots') >> },
+    ttl: Math.max(ctx.ttl_seconds, ctx.max_wait_seconds) + 3600,
+  } : beacon ? { key: `${ctx.base}<< keys.alive >>${look.ticket}`, value: String(Date.now()), ttl: << alive_ttl >> } : null;
+  return queue === null ? { ...decision, listed: true } : { ...decision, listed: true, state: 'queue', queue };
 };
 // Sleeping before the first read (read.js): the head is not watched yet, so its quiet time
 // starts at a later look.
