@@ -314,7 +314,7 @@ def test_a_waiter_that_died_in_line_is_skipped_within_the_grace(
 
 def listed_waiter(bed: LockBed, scope: str, ticket: int) -> str | None:
     """The execution id whose cleanup index lists `ticket` of `scope`, if one does."""
-    for key in bed.redis.scan_iter(match="n8nlock:exec:*"):
+    for key in bed.redis.scan_iter(match=keys.SCHEMA.index_key("*", "*")):
         entry = bed.redis.hget(key, scope)
         if entry is not None and json.loads(entry)["ticket"] == ticket:
             return str(key).rsplit(":", 1)[1]
@@ -344,7 +344,7 @@ def test_a_waiter_stopped_in_line_is_passed_at_once_by_the_cleanup_handler(
         behind = pool.submit(call, lockbed, key, scope, 2, hold_ms=10)
         wait_until(lambda: has_drawn(lockbed, scope, 3), 20, "the caller behind drew ticket 3")
         stop_execution(lockbed.n8n, str(listed_waiter(lockbed, scope, 2)))
-        marked = f"n8n-lock-{scope}:gone:2"
+        marked = keys.SCHEMA.gone_key(scope, 2)
         wait_until(lambda: lockbed.redis.exists(marked) == 1, 20, "the cleanup marked ticket 2")
         assert holder.result().status == 200 and behind.result().status == 200
         stopped.result()  # answered (n8n's answer to a stopped execution)
