@@ -121,6 +121,14 @@ def ttl_option(what: str) -> Callable[[F], F]:
     help="Call the lock_acquisition / lock_release primitives instead of putting the lock's "
     "nodes into the workflow (slower: two sub-workflow calls, about 65-90 ms each).",
 )
+@click.option(
+    "--park/--no-park",
+    default=None,
+    help='Waiters further back than the next in line park (a Wait "On Webhook Call") '
+    "instead of sleeping: they hold no n8n concurrency slot (n8n Cloud plans, "
+    "N8N_CONCURRENCY_PRODUCTION_LIMIT) and poll nothing; the next in line wakes the one "
+    "behind it. Default: off. Not with --via-subworkflow; see docs/parking.md.",
+)
 @env_option("Env to register in", multiple=True)
 @dry_run_option
 @output_option()
@@ -138,6 +146,7 @@ def add_lock_to_workflow(
     no_renew_before: bool,
     max_concurrent: int | str | None,
     via_subworkflow: bool | None,
+    park: bool | None,
     envs: Sequence[str],
     dry_run: bool,
     fmt: str,
@@ -161,6 +170,8 @@ def add_lock_to_workflow(
         n8nlock add-lock-to-workflow --workflow-key enrich --scope-expression openai \\
             --max-concurrent 3
         n8nlock add-lock-to-workflow --workflow-key nightly --on-busy buffer-one
+        n8nlock add-lock-to-workflow --workflow-key chat --scope-expression \
+            "={{ $json.body.chatId }}" --park
         n8nlock add-lock-to-workflow --workflow-key orders --ttl-seconds default
     """
     from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
@@ -183,6 +194,7 @@ def add_lock_to_workflow(
         renew_before=() if no_renew_before else (tuple(renew_before) or None),
         max_concurrent=max_concurrent,
         via_subworkflow=via_subworkflow,
+        park=park,
     )
     apply_plan(
         workspace,

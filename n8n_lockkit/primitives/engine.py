@@ -27,7 +27,9 @@ from n8n_lockkit.primitives.nodekit import (
     SET_EXPIRING_EACH,
     if_,
     js_literal,
+    park,
     redis,
+    resume_request,
     set_raw,
     split_out,
     stop,
@@ -55,6 +57,38 @@ MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected tur
 # last seen: enough that the look after a sleep still finds the head (bench.lock_bench: reading
 # three, most waiters needed a second look after a sleep).
 LOOK_WINDOW = 6
+# Parking (acquire(parks=True)): a waiter further back than the next in line whose turn is more
+# than PARK_AFTER_MS away parks in a Wait "On Webhook Call", which gives its n8n concurrency slot
+# back; the next in line stays awake and wakes the one behind it (bench/park_handoff.py:
+# "hybrid", a polling handoff with one waiter awake behind the holder).
+# The park's backstop ("Limit Wait Time"): a lost resume costs this at most; a waiter parked
+# longer wakes, looks and parks again (3 node executions a minute, 2 of them Redis).
+PARK_LIMIT_S = 60
+# Not when its turn is nearer than a resume takes to start the run (0.2-0.3 s on n8n 2.x): it
+# would be late. Every waiter awake beyond the next in line holds a slot, so no more than that.
+PARK_AFTER_MS = 300
+# A quiet head whose waiter is parked (its resume URL is listed) is woken by an awake waiter
+# behind it after this watch, and skipped only after PARKED_GRACE_MS: a woken waiter may queue
+# for a concurrency slot before its run starts.
+WAKE_PARKED_MS = 2000
+PARKED_GRACE_MS = 30000
+# A waiter listed less than PARK_SETTLE_MS ago is not woken yet (it is still on its way to the
+# park); a resume refused all the same (409) is sent again at a look PARK_RETRY_MS later.
+PARK_SETTLE_MS = 250
+PARK_RETRY_MS = 50
+PARK_REFUSALS = 10
+# n8n answers a resume once the resumed run has a concurrency slot (measured: a resume whose
+# request was given up after 0.5 s was lost), so the waker waits for the answer.
+RESUME_TIMEOUT_MS = 10000
+PARK_TUNING = {
+    "park_limit_s": PARK_LIMIT_S,
+    "park_after_ms": PARK_AFTER_MS,
+    "wake_parked_ms": WAKE_PARKED_MS,
+    "parked_grace_ms": PARKED_GRACE_MS,
+    "park_settle_ms": PARK_SETTLE_MS,
+    "park_retry_ms": PARK_RETRY_MS,
+    "park_refusals": PARK_REFUSALS,
+}
 # What the lock's scripts are tuned by (`<< min_poll_ms >>` in decide.js and read.js).
 TUNING = {
     "min_poll_ms": MIN_POLL_MS,
@@ -75,6 +109,9 @@ _ROUTES: tuple[tuple[str, ...], ...] = (
     ("enter",), ("read",), ("wait",), ("skip",), ("requeue",), ("queue",)
 )  # fmt: skip
 _ENTER, _READ, _WAIT, _SKIP, _REQUEUE, _QUEUE = range(len(_ROUTES))
+# A chain that parks adds two: park (Lock Park), and wake a parked waiter first (Lock Wake).
+_PARK_ROUTES: tuple[tuple[str, ...], ...] = (("park",), ("wake",))
+_PARK, _WAKE = range(len(_ROUTES), len(_ROUTES) + len(_PARK_ROUTES))
 
 
 # Lock Enqueue writes the one key its decision names (`queue`: an object is a hash).
@@ -103,6 +140,9 @@ class LockInputs:
     workflow_id: Any = "={{ $workflow.id }}"
     workflow_name: Any = "={{ $workflow.name }}"
     lock_id: Any = None
+    # Where a parked waiter is resumed (acquire(parks=True)): n8n's resume URL, or one with the
+    # base an HTTP Request inside n8n reaches (behind a reverse proxy).
+    resume_url: Any = "={{ $execution.resumeUrl }}"
 
 
 @dataclass(frozen=True)
@@ -111,7 +151,7 @@ class EngineOptions:
     default_max_wait_seconds: int = 86400
 
 
-def _input_js(inputs: LockInputs) -> str:
+def _input_js(inputs: LockInputs, parks: bool) -> str:
     fields = {
         "scope": inputs.scope,
         "ttl_seconds": inputs.ttl_seconds,
@@ -126,31 +166,36 @@ def _input_js(inputs: LockInputs) -> str:
     }
     if inputs.dedupe_window is not None:  # only a duplicate guard names them
         fields |= {"dedupe_window": inputs.dedupe_window, "dedupe_key": inputs.dedupe_key}
+    if parks:
+        fields |= {"resume_url": inputs.resume_url}
     pairs = ", ".join(f"{name}: {value_js(value)}" for name, value in fields.items())
     return f"const input = {{ {pairs} }};"
 
 
-def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions) -> dict[str, str]:
+def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions, parks: bool) -> dict[str, str]:
     """The acquire chain's scripts, by the node that runs each. Lock Decide reads its own last
     decision: n8n's `$()` gives a node's last finished run, and the run in progress is not one
     yet."""
     context = c.first("Lock Context")
     decision = c.first("Lock Decide")
     previous = {"decided": f"{c.ref('Lock Decide')}.isExecuted", "decision": decision}
+    tuning = {**TUNING, "park": parks, **(PARK_TUNING if parks else {})}
+    parked = {"parked": c.ref("Lock Park"), "woke": c.ref("Lock Wake")} if parks else {}
     look = templating.call(
         "engine/lock/read",
         context=context,
         drawn=f"{c.ref('Lock Take Ticket')}.all()",
         **previous,
-        **TUNING,
+        **tuning,
     )
     verify = templating.call("engine/lock/verify", decision=decision)
     return {
         "context": templating.expression(
             "engine/lock/context",
-            input=_input_js(inputs),
+            input=_input_js(inputs, parks),
             default_ttl=options.default_ttl_seconds,
             default_max_wait=options.default_max_wait_seconds,
+            park=parks,
         ),
         "decide": templating.expression(
             "engine/lock/decide",
@@ -158,7 +203,8 @@ def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions) -> dict[str, 
             look=look,
             read=f"{c.ref('Lock Read Line')}.all()",
             **previous,
-            **TUNING,
+            **parked,
+            **tuning,
         ),
         "verify": f"{verify}.check",
         "gone": f"={{{{ {decision}.gone_key }}}}",
@@ -167,10 +213,32 @@ def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions) -> dict[str, 
         "refused": f"{decision}.message",
         # From Lock Route or after Lock Enqueue (whose item is the decision too; one source).
         "sleep": f"={{{{ {decision}.sleep_seconds }}}}",
+        "park": f"={{{{ {decision}.park_seconds }}}}",
+        "wake_url": f"={{{{ {decision}.wake.url }}}}",
+        "wake_body": f"={{{{ JSON.stringify({{ n8nlock_wake: {decision}.wake.ticket }}) }}}}",
     }
 
 
-def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
+def _park_rows(s: dict[str, str]) -> list[Row]:
+    """A chain that parks: Lock Park (the waiter's Wait "On Webhook Call") and Lock Wake (the
+    resume of a parked waiter, then Lock Decide again: decide.js carries out the decision it
+    took with the wake), in a row of their own under the slow paths."""
+    wake = resume_request(s["wake_url"], s["wake_body"], RESUME_TIMEOUT_MS)
+    return [
+        Row("lock-park", "Lock Park", park(s["park"]), (6, 3)),
+        Row("lock-wake", "Lock Wake", wake, (5, 3)),
+    ]
+
+
+_PARK_EDGES: list[Edge] = [
+    ("Lock Route", _PARK, "Lock Park"),
+    ("Lock Park", 0, "Lock Decide"),
+    ("Lock Route", _WAKE, "Lock Wake"),
+    ("Lock Wake", 0, "Lock Decide"),
+]
+
+
+def _acquire_rows(c: Chain, s: dict[str, str], routes: list[tuple[str, ...]]) -> list[Row]:
     """Row 0 is the path an uncontended call takes, left to right; the slow paths (reading the
     line, waiting, skipping a dead head, giving up, withdrawing) fold into the rows below. Lock
     Route is drawn about two rows tall, so the cell under it stays empty."""
@@ -190,7 +258,7 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
         Row("lock-read-items", "Lock Read Items", split_out("read"), (6, 1)),
         Row("lock-read", "Lock Read Line", redis(GET_EACH, False), (7, 1)),
         Row("lock-decide", "Lock Decide", set_raw(s["decide"]), (4, 0)),
-        Row("lock-route", "Lock Route", switch(_routes(routes), routes - 1), (5, 0)),
+        Row("lock-route", "Lock Route", switch(routes, len(routes) - 1), (5, 0)),
         Row("lock-hold-items", "Lock Hold Items", split_out("set"), (6, 0)),
         Row("lock-hold", "Lock Hold", redis(SET_EXPIRING_EACH, False), (7, 0)),
         # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
@@ -212,11 +280,11 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: int) -> list[Row]:
     ]
 
 
-def _routes(count: int) -> list[tuple[str, ...]]:
+def _routes(waiting: tuple[tuple[str, ...], ...], skips: bool) -> list[tuple[str, ...]]:
     """Lock Route's outputs: enter, read the line, sleep, skip a dead head, draw again, write
-    the waiter's index entry or beacon then sleep, (a policy that may skip: answer skipped,)
-    else give up."""
-    return [*_ROUTES, *([("skipped",)] if count > len(_ROUTES) + 1 else []), ()]
+    the waiter's index entry or beacon then sleep, (a chain that parks: park, wake a parked
+    waiter,) (a policy that may skip: answer skipped,) else give up."""
+    return [*waiting, *([("skipped",)] if skips else []), ()]
 
 
 _ACQUIRE_EDGES: list[Edge] = [
@@ -264,28 +332,37 @@ def acquire(
     names: Names = UNLABELLED,
     options: EngineOptions = EngineOptions(),
     skips: bool = False,
+    parks: bool = False,
 ) -> Chain:
     """The acquire chain. `entry` takes the caller's items (the first one is read); the exit
     `held` gives the held lock's record (one item per SET), a refusal stops the execution.
 
     With `skips` (a policy that may skip: skip, buffer-one, or one known only at run time) the
     exit `skipped` gives one item, the skipped answer {skipped, reason, scope, on_busy,
-    holder_execution_id}."""
+    holder_execution_id}.
+
+    With `parks` a waiter far back in line parks (PARK_LIMIT_S) instead of sleeping, and the
+    next in line wakes the one behind it: only for a caller whose execution may end its run
+    and be resumed (not a sub-workflow's, not a webhook's in queue mode)."""
     c = Chain(key, names, origin)
-    routes = len(_ROUTES) + (2 if skips else 1)
-    s = _scripts(c, inputs, options)
+    waiting = _ROUTES + (_PARK_ROUTES if parks else ())
+    routes = _routes(waiting, skips)
+    s = _scripts(c, inputs, options, parks)
     c.rows(_acquire_rows(c, s, routes))
     c.entry = c.name("Lock Context")
     c.link(_ACQUIRE_EDGES)
     c.exit("held", ("Lock Verify", 1), ("Lock Was Skipped?", 1))
     if skips:
-        overlap.skipped_exit(c, ("Lock Route", len(_ROUTES)), c.first("Lock Decide"))
+        overlap.skipped_exit(c, ("Lock Route", len(waiting)), c.first("Lock Decide"))
     c.link(_WAITING_EDGES)
+    if parks:
+        c.rows(_park_rows(s))
+        c.link(_PARK_EDGES)
     c.add(Row("lock-redraw", "Lock Redraw", set_raw(s["redraw"]), (4, 2)))
     c.link(_REDRAW_EDGES)
     c.link(
         [
-            ("Lock Route", routes - 1, "Lock Give-Up Items"),
+            ("Lock Route", len(routes) - 1, "Lock Give-Up Items"),
             *chained("Lock Give-Up Items", "Lock Count Give-Up", "Lock Refused"),
         ]
     )

@@ -27,6 +27,7 @@ LANE_META_SUFFIX = ":meta:"
 HOLDER_SUFFIX = ":holder:"
 GONE_SUFFIX = ":gone:"
 ALIVE_SUFFIX = ":alive:"
+PARK_SUFFIX = ":park:"
 HOLD_SUFFIX = ":hold_ms"
 FAST_SUFFIX = ":fast"
 # Arrivals between two writes stay far below this, so value // FAST_SCALE is the last ticket
@@ -123,6 +124,7 @@ _LANE_KINDS = {
     HOLDER_SUFFIX: "holder",
     GONE_SUFFIX: "gone",
     ALIVE_SUFFIX: "alive",
+    PARK_SUFFIX: "park",
 }
 _SCALAR_KINDS = {TICKET_SUFFIX: "ticket", HOLD_SUFFIX: "hold", FAST_SUFFIX: "fast"}
 
@@ -147,6 +149,7 @@ class KeySchema:
     holder: ClassVar[str] = HOLDER_SUFFIX
     gone: ClassVar[str] = GONE_SUFFIX
     alive: ClassVar[str] = ALIVE_SUFFIX
+    park: ClassVar[str] = PARK_SUFFIX
     meta: ClassVar[str] = LANE_META_SUFFIX
     hold: ClassVar[str] = HOLD_SUFFIX
     fast: ClassVar[str] = FAST_SUFFIX
@@ -216,10 +219,10 @@ class KeySchema:
     def parse_key(self, key: str) -> tuple[str, str, int | None] | None:
         """(scope, kind, number) of a key under `lock`, or None for another prefix.
 
-        Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone/alive (number = ticket);
-        any other name is `v1_counter` (scope = the whole name: format 1's counter was the bare
-        scope; ops/compat.py tells its other keys apart). A scope may hold colons, so the kind
-        is read from the end."""
+        Kinds: ticket, hold, fast, served/meta (number = lane), holder/gone/alive/park (number =
+        ticket); any other name is `v1_counter` (scope = the whole name: format 1's counter was
+        the bare scope; ops/compat.py tells its other keys apart). A scope may hold colons, so
+        the kind is read from the end."""
         if not key.startswith(self.lock):
             return None
         name = key[len(self.lock) :]
@@ -357,6 +360,21 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "unmarked tickets between without a beacon of the last "
         f"{ALIVE_FRESH_MS / 1000:g} s in one skip (their `gone` marks), instead of one "
         "grace each (n8n crashed with callers in line).",
+    ),
+    KeyKind(
+        "park",
+        f"{_SCOPE}{PARK_SUFFIX}<t>",
+        "string (URL)",
+        "the park's backstop and a minute",
+        "Lock Enqueue (a waiter that parks lists its execution's resume URL before it parks; "
+        "an empty value when it stays awake after all)",
+        "Lock Read Line (the next in line reads the one behind it; a waiter reads those of "
+        "the tickets it watches)",
+        'ticket t parks (`add-lock-to-workflow --park`): its execution waits in a Wait "On '
+        'Webhook Call" and holds no n8n concurrency slot. The next in line resumes it once '
+        "(Lock Wake), so that it is awake when its turn comes; a waiter that watched a parked "
+        "head quiet resumes it too. A head with this key is skipped only after the parked "
+        "grace.",
     ),
     KeyKind(
         "hold_ms",

@@ -169,6 +169,43 @@ def wait(seconds: str, webhook_ids: uuid.UUID = _NODE_IDS) -> Kind:
     return Kind("n8n-nodes-base.wait", 1.1, parameters, RETRY, webhook_ids=webhook_ids)
 
 
+def park(limit_seconds: str, webhook_ids: uuid.UUID = _NODE_IDS) -> Kind:
+    """A Wait "On Webhook Call" (POST), with "Limit Wait Time" (`limit_seconds`, an
+    expression) as the backstop: n8n stores the execution as waiting, which frees its
+    concurrency slot (or its worker's job), until a request to its `$execution.resumeUrl` or
+    the limit resumes it. No retries: a Wait that failed would park twice."""
+    parameters = {
+        "resume": "webhook",
+        "httpMethod": "POST",
+        "limitWaitTime": True,
+        "limitType": "afterTimeInterval",
+        "resumeAmount": limit_seconds,
+        "resumeUnit": "seconds",
+        "options": {},
+    }
+    return Kind("n8n-nodes-base.wait", 1.1, parameters, webhook_ids=webhook_ids)
+
+
+def resume_request(url: str, body: str, timeout_ms: int) -> Kind:
+    """An HTTP Request that POSTs `body` to a parked execution's resume URL (expressions) and
+    gives n8n's answer as its item ({statusCode, body}), whatever it is: a refusal (409) or a
+    timeout never fails the caller's execution. Never retried: a resume sent twice could be
+    taken twice."""
+    parameters = {
+        "method": "POST",
+        "url": url,
+        "sendBody": True,
+        "specifyBody": "json",
+        "jsonBody": body,
+        "options": {
+            "timeout": timeout_ms,
+            "response": {"response": {"neverError": True, "fullResponse": True}},
+        },
+    }
+    settings = {"onError": "continueRegularOutput", "alwaysOutputData": True}
+    return Kind("n8n-nodes-base.httpRequest", 4.2, parameters, settings)
+
+
 def no_op() -> Kind:
     return Kind("n8n-nodes-base.noOp", 1)
 

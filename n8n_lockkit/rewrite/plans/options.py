@@ -85,6 +85,7 @@ class LockOptions:
     renew_before: tuple[str, ...] | None = None  # () from --no-renew-before
     max_concurrent: Number = None
     via_subworkflow: bool | None = None
+    park: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,13 @@ def merged_lock(
         _at_least("max-concurrent", max_concurrent, 1, "1 is a plain lock: one at a time")
     kept = {
         name: _pick(getattr(given, name), current, LOCK_DEFAULTS, name)
-        for name in ("max_wait_seconds", "lock_on_error", "renew_before", "max_concurrent")
+        for name in (
+            "max_wait_seconds",
+            "lock_on_error",
+            "renew_before",
+            "max_concurrent",
+            "park",
+        )
     }
     config = LockConfig(
         scope=scope or (current.scope if current else ""),
@@ -307,6 +314,7 @@ def lock_settings(lock: LockConfig | None) -> dict[str, Any] | None:
         "lock_on_error": lock.lock_on_error,
         "renew_before": list(lock.renew_before),
         "via_subworkflow": lock.via_subworkflow,
+        "park": lock.park,
     }
 
 

@@ -34,6 +34,8 @@ class LockConfig:
     # error) and a mark of each success that turns the key away for the window.
     dedupe_window_seconds: int | None = None
     dedupe_key: str | None = None  # the key expression as the user gave it
+    # Waiters far back in line park (engine.acquire(parks=True)): they hold no n8n capacity.
+    park: bool = False
 
     @property
     def dedupe(self) -> bool:

@@ -200,6 +200,7 @@ def _inline_lock(workflow: Workflow, inline: Any) -> LockConfig:
         renew_before=renew_before,
         dedupe_window_seconds=_optional_int(inline.get("dedupe_window_seconds")),
         dedupe_key=_optional_str(inline.get("dedupe_key")),
+        park=inline.get("park") is True,
     )
 
 

@@ -196,7 +196,15 @@ def _acquire_inline(
         dedupe_key=config.dedupe_key,
     )
     skips = config.on_busy in overlap.SKIPPING
-    group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips)
+    if config.park and _answers_with_last_node(b.workflow, entry):
+        raise configs.WrapError(
+            f"--park cannot keep the answer of webhook {entry.node!r}: it answers with its "
+            "last node, and n8n answers such a caller at once (with the Wait's items) when "
+            "its execution parks",
+            hint="set the webhook's Respond to 'Using Respond to Webhook Node' and end the "
+            "body with one, or --no-park",
+        )
+    group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips, parks=config.park)
     if skips and _responds_by_node(b.workflow, entry):
         _respond_skipped(group)
     role, title = ("frame-dedupe", notes.DEDUPE_NOTE) if config.dedupe else LOCK_FRAME
@@ -229,6 +237,14 @@ def _responds_by_node(workflow: Workflow, entry: Entry) -> bool:
     return parameters.get("responseMode") == "responseNode"
 
 
+def _answers_with_last_node(workflow: Workflow, entry: Entry) -> bool:
+    """Whether the entry is a webhook that answers with the data of its last node."""
+    trigger = next(n for n in graph.nodes(workflow) if n["name"] == entry.node)
+    parameters = graph.as_dict(trigger.get("parameters"))
+    webhook = trigger.get("type") == "n8n-nodes-base.webhook"
+    return webhook and parameters.get("responseMode") == "lastNode"
+
+
 def _respond_skipped(group: Chain) -> None:
     """A skipped caller of a webhook that answers with a Respond to Webhook node gets the
     skipped answer from one of ours (the body's own never runs)."""
@@ -252,6 +268,7 @@ def _config_note(config: LockConfig) -> dict[str, object]:
             if config.dedupe
             else {}
         ),
+        **({"park": True} if config.park else {}),
     }
 
 
@@ -313,6 +330,12 @@ def _check_composition(key: str, lock: LockConfig | None, guard: LockConfig | No
         raise configs.WrapError(
             f"--on-busy {lock.on_busy} needs the inline lock",
             hint="drop --via-subworkflow (direct callers pass on_busy to lock_acquisition)",
+        )
+    if lock and lock.park and lock.via_subworkflow:
+        raise configs.WrapError(
+            "--park needs the inline lock: lock_acquisition called as a sub-workflow cannot "
+            "park without answering its parent's webhook",
+            hint="drop --via-subworkflow, or --no-park",
         )
     if lock and guard and lock.via_subworkflow:
         raise configs.WrapError(

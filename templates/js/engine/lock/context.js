@@ -49,6 +49,10 @@ return {
   execution_id: executionId,
   workflow_id: workflowId,
   workflow_name: text(input.workflow_name) || 'unknown',
+<% if park %>
+  // Where a parked waiter is resumed (Lock Enqueue lists it, the waiter ahead POSTs to it).
+  resume_url: text(input.resume_url),
+<% endif %>
   lock_id: text(input.lock_id) || `${executionId}-${now.toString(36)}-${Math.random().toString(36).slice(2, 10)}`,
   // Also the anchor of the safe-entry window (verify.js): earlier than the ticket's INCR.
   started_ms: now,

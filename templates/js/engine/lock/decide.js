@@ -10,6 +10,23 @@ const ctx = << context >>;
 // then that look, which the read completes. Any other last decision is the one before this
 // look (read.js: `before`).
 const asked = << decided >> ? << decision >> : null;
+<% if park %>
+// A decision taken with a wake (Lock Wake resumed a parked waiter first) is carried out now,
+// unless n8n refused the resume (409: the waiter has not parked yet): then this one looks again
+// shortly, and wakes it on that look. A resume not answered in time is on its way (n8n answers
+// once the resumed run has a concurrency slot).
+if (asked !== null && asked.state === 'wake') {
+  const answer = << woke >>.isExecuted ? << woke >>.first().json : {};
+  // After PARK_REFUSALS refusals it gives up (that waiter never parked: it died on its way);
+  // a waiter that parks after all is woken by its backstop.
+  const refusals = (asked.then.refusals ?? 0) + 1;
+  if (Number(answer.statusCode) !== 409 || refusals >= << park_refusals >>) return asked.then;
+  return {
+    ...asked.then, state: 'wait', reason: 'refused', wake: undefined, expected_ms: 0, wake_ms: 0, refusals,
+    sleep_seconds: << park_retry_ms >> / 1000, woken: asked.then.woken.filter((k) => k !== asked.wake.ticket),
+  };
+}
+<% endif %>
 const fresh = asked === null || asked.state !== 'read';
 const look = fresh ? << look >> : asked.look;
 if (fresh && !look.skip_read) return { ticket: look.ticket, lane: look.lane, state: 'read', look, read: look.read };
@@ -77,6 +94,36 @@ const averageMs = holdRaw ? Number(holdRaw) : << default_hold_ms >>;
 const before = look.before && look.before.ticket === t ? look.before : null;
 const waitedMs = now - ctx.started_ms;
 const out = { ticket: t, lane: look.lane, head, served, quiet_since: null, overdue: 0, fast: look.fast, listed };
+<% if park %>
+// Parking (engine.py PARK_*): the resume URLs this look read (read.js `parks`), by ticket.
+const parkAt = 2 + stride * look.window.length + (ctx.dedupe ? 1 : 0);
+// A listing is "<ms> <url>": when it was listed, and where. One listed less than PARK_SETTLE ago
+// is not woken yet: its waiter is still between its look and its park (a resume then would be
+// refused, and on n8n 1.x a refused resume costs a concurrency slot for good).
+const parkUrls = {};
+const parkSince = {};
+if (!look.fast && look.parks) look.parks.forEach((k, index) => {
+  const value = values[parkAt + index] === null || values[parkAt + index] === undefined ? '' : String(values[parkAt + index]);
+  const space = value.indexOf(' ');
+  parkUrls[k] = space > 0 ? value.slice(space + 1) : null;
+  parkSince[k] = space > 0 ? Number(value.slice(0, space)) : null;
+});
+const parkedAt = (k) => parkUrls[k] ?? null;
+const settled = (k) => parkedAt(k) !== null && now - parkSince[k] >= << park_settle_ms >>;
+// The waiters this one resumed (once each), whether it was resumed itself (a waiter woken by
+// the one ahead stays awake: its turn is near), and the ticket whose URL it listed.
+const woken = before && before.woken ? before.woken : [];
+const park = << parked >>.isExecuted ? << parked >>.first().json : null;
+const resumed = before !== null && before.state === 'park' && park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === t;
+out.woken = woken;
+out.refusals = before !== null && before.refusals ? before.refusals : 0;
+out.awake = (before !== null && before.awake === true) || resumed;
+out.registered = before !== null && before.registered === t ? t : null;
+const wakeThen = (k, then) => ({
+  ...then, state: 'wake', wake: { ticket: k, url: parkedAt(k) },
+  then: { ...then, woken: [...woken, k] },
+});
+<% endif %>
 // Turned away without the body: skipped (skip, buffer-one, a duplicate) or, for a duplicate
 // guard with on_busy error, refused. `firstExecution`: the execution of the key that ran.
 const turnedAway = (holderExecution, firstExecution) => {
@@ -119,7 +166,11 @@ if (t === head && !blocked) {
     expires_at: new Date(expiresMs).toISOString(), expires_ms: expiresMs,
     ttl_seconds: ctx.ttl_seconds,
   };
+<% if park %>
+  const entering = {
+<% else %>
   return {
+<% endif %>
     ...out, state: 'enter', hold_average_ms: holdRaw ? Number(holdRaw) : null,
     anchor_ms: ctx.started_ms, base: ctx.base, gone_key: `${ctx.base}<< keys.gone >>${t}`,
     // The release writes it (release.js): a duplicate guard's mark of this success.
@@ -145,6 +196,15 @@ if (t === head && !blocked) {
       { key: `${ctx.base}<< keys.holder >>${t}`, value: JSON.stringify(record), ttl: ctx.ttl_seconds, expires_ms: expiresMs },
     ],
   };
+<% if park %>
+  // The waiter behind may have parked since this one's last look: it is next now.
+  if (parkedAt(t + N) !== null && !woken.includes(t + N)) {
+    // Enters a moment later when the waiter behind has just listed itself: it is about to park.
+    if (!settled(t + N)) return { ...again('settle'), sleep_seconds: << park_retry_ms >> / 1000 };
+    return wakeThen(t + N, entering);
+  }
+  return entering;
+<% endif %>
 }
 if (t > head && (!known(head) || marks[head] === undefined)) return again('unread');
 const holder = holding && meta
@@ -182,7 +242,14 @@ const markedHead = quiet && marks[head] !== null && marks[head] !== undefined;
 const releasedHead = quiet && meta !== null && meta !== undefined && meta.released === true && meta.ticket === head;
 out.released_head = releasedHead;
 const leftHead = releasedHead && before && before.head === head && before.released_head === true;
+<% if park %>
+// A parked head is woken (below) and given the parked grace: woken, it may queue for an n8n
+// concurrency slot before its run starts.
+const graceMs = parkedAt(head) !== null ? << parked_grace_ms >> : << skip_grace_ms >>;
+const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= graceMs;
+<% else %>
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= << skip_grace_ms >>;
+<% endif %>
 const skipHead = (last) => ({
   // The next head is watched from a later look of its own, never from this one's watch.
   ...out, head: last + N, quiet_since: null, state: 'skip',
@@ -220,6 +287,9 @@ for (let k = head + N; k < t; k += N) {
   if (!known(k) || marks[k] === undefined) { unreadBetween = true; break; }
   if (active(k)) break;
   if (marks[k] !== null) continue; // left the line: passed with the marked run
+<% if park %>
+  if (parkedAt(k) !== null) { liveBetween = true; break; } // parked: alive, in n8n's database
+<% endif %>
   if (beacons[k] !== undefined && beacons[k] !== null && look.look_ms - beacons[k] < << alive_fresh_ms >>) { liveBetween = true; break; }
   between.push(k);
 }
@@ -288,4 +358,33 @@ const overdue = before && before.wake_ms <= << min_poll_ms >> ? before.overdue +
 const sleepMs = wakeMs > << min_poll_ms >>
   ? Math.min(wakeMs, << max_sleep_ms >>)
   : Math.min(<< min_poll_ms >> * 1.5 ** Math.max(0, overdue - 6), << max_poll_ms >>);
+<% if park %>
+// Far back in line (not the next), its turn more than PARK_AFTER away, and not woken to stay
+// awake: park. Its resume URL is listed first (Lock Enqueue; its cleanup index entry waits for
+// a sleep: a parked execution is in n8n's database, it does not die with the process), then it
+// looks again, then it parks. The next in line reads that URL at every look after the
+// listing, entering included, and resumes it once: a waiter that finds itself next on the look
+// after listing empties its URL (Lock Enqueue) and stays awake instead.
+// And always behind a parked waiter: an awake waiter behind a parked one would hold a slot
+// the parked one needs to resume (n8n queues a resumed run for a slot like any other); with
+// the instance full of such waiters, nobody moves until the backstop.
+let parkedAhead = false;
+for (let k = head + N; k < t; k += N) if (parkedAt(k) !== null) parkedAhead = true;
+const parkable = ahead >= 2 && (parkedAhead || (!out.awake && expectedMs > << park_after_ms >>));
+const waiting = { ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
+const listing = (url, ttl) => ({ ...waiting, state: 'queue', listed: true, sleep_seconds: 0.01, queue: { key: `${ctx.base}<< keys.park >>${t}`, value: url, ttl } });
+// The next in line (or a head that waits for the one before it to leave) resumes the parked
+// waiter behind it; any waiter resumes a parked head it watched quiet WAKE_PARKED (its waker
+// died, or its resume was lost).
+const behind = ahead <= 1 && settled(t + N) && !woken.includes(t + N) ? t + N : null;
+const lost = quiet && settled(head) && watchedMs >= << wake_parked_ms >> && !woken.includes(head) ? head : null;
+const target = behind ?? lost;
+let next;
+if (parkable && out.registered === null) next = { ...listing(`${now} ${ctx.resume_url}`, << park_limit_s >> + 60), registered: t };
+else if (parkable) next = { ...waiting, state: 'park', park_seconds: Math.max(1, Math.min(<< park_limit_s >>, Math.ceil((ctx.deadline_ms - now) / 1000) + 1)) };
+else if (out.registered !== null) next = { ...listing('', 1), registered: null };
+else next = sleep(waiting, beacon);
+return target !== null && parkedAt(target) !== null ? wakeThen(target, next) : next;
+<% else %>
 return sleep({ ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) }, beacon);
+<%- endif %>

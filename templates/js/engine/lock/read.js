@@ -44,6 +44,10 @@ if (!fast && ctx.on_busy === 'wait' && N === 1 && lastOut >= 1 && averageMs !== 
     sleepFirstMs = Math.min((ahead - 1) * turnMs * << far_sleep_share >>, << max_sleep_ms >>);
   }
 }
+<% if park %>
+// A waiter that may park reads the line first: it parks rather than sleep in its slot.
+if (ahead >= 2) sleepFirstMs = null;
+<% endif %>
 // Records are per ticket, so a look names the tickets whose records it reads: a window
 // around the lane's head as last seen (on a first look: the last ticket out's successor for a
 // mutex that knows it, else my predecessor), from the ticket before it to a few after it, never
@@ -69,8 +73,16 @@ const beacons = watchedMs >= << beacon_after_ms >>;
 const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip') || beacons ? << buffer_window >>
   : ctx.on_busy === 'skip' ? << skip_window >> : << look_window >>;
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
+<% if park %>
+// The resume URLs (`park:<t>`) of the waiters it may wake: the one right behind it, and those
+// of the window (a parked head; decide.js).
+const parks = [ticket + N, ...window];
+<% endif %>
 return {
   ticket, lane, guess, fast, window, beacons,
+<% if park %>
+  parks,
+<% endif %>
   // When this look began, before its read: a skip counts quiet time from one look's answer to
   // a later look's start, so that a stall in between never counts as watched quiet.
   look_ms: now,
@@ -87,5 +99,8 @@ return {
     // Last: a release writes the done mark before it frees the line, so a look that finds the
     // line free also finds the mark.
     ...(ctx.dedupe ? [{ key: ctx.dedupe.done_key }] : []),
+<% if park %>
+    ...parks.map((k) => ({ key: `${ctx.base}<< keys.park >>${k}` })),
+<% endif %>
   ],
 };
