@@ -36,6 +36,7 @@ SKIP = LockConfig("orders", 120, 30, "skip", True)
 BUFFER = LockConfig("=sync-{{ $json.account }}", 600, 900, "buffer-one", False)
 SEMAPHORE = LockConfig(SCOPE, 300, 60, "error", True, max_concurrent=3)
 SUB = LockConfig(SCOPE, 300, 60, "wait", True, via_subworkflow=True)
+PARK = LockConfig(SCOPE, 300, 60, "wait", True, park=True)
 GUARD = LockConfig(
     "=dedupe-{wf}-{{ $json.body.eventId }}",
     3600,
@@ -68,6 +69,7 @@ FORMS: dict[str, Forms] = {
     "guard": (None, None, GUARD),
     "guard-rate-lock": (LOCK, RATE, GUARD),
     "renew": (LOCK, None, None),  # renewing before the body's first node
+    "park": (PARK, None, None),  # waiters park (refused for a webhook that answers last)
 }
 
 
