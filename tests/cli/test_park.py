@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs
 from tests.conftest import Invoke, explain, snapshot
@@ -26,7 +27,7 @@ def parked(workspace: Path, invoke: Invoke) -> Path:
     return workspace
 
 
-def _lock(invoke: Invoke, root: Path, key: str, *flags: str) -> object:
+def _lock(invoke: Invoke, root: Path, key: str, *flags: str) -> Result:
     return invoke(
         "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", "sync", *flags,
         cwd=root,
@@ -50,7 +51,7 @@ def test_park_adds_the_park_and_the_wake_validates_and_a_rerun_changes_nothing(
     parked: Path, invoke: Invoke, key: str
 ) -> None:
     result = _lock(invoke, parked, key, "--park")
-    assert result.exit_code == 0, explain(result)  # type: ignore[attr-defined]
+    assert result.exit_code == 0, explain(result)
     nodes = _nodes(parked, key)
     park, wake = nodes["Lock Park"], nodes["Lock Wake"]
     assert park["type"] == "n8n-nodes-base.wait"
@@ -62,7 +63,7 @@ def test_park_adds_the_park_and_the_wake_validates_and_a_rerun_changes_nothing(
     assert invoke("validate", cwd=parked).exit_code == 0
     before = snapshot(parked)
     again = _lock(invoke, parked, key)  # no --park: the lock keeps what it has
-    assert again.exit_code == 0, explain(again)  # type: ignore[attr-defined]
+    assert again.exit_code == 0, explain(again)
     assert snapshot(parked) == before
     assert _park_flag(parked, key)
 
@@ -70,11 +71,11 @@ def test_park_adds_the_park_and_the_wake_validates_and_a_rerun_changes_nothing(
 def test_no_park_takes_the_park_off_and_back_to_the_polling_lock(
     parked: Path, invoke: Invoke
 ) -> None:
-    assert _lock(invoke, parked, "schedule_sync").exit_code == 0  # type: ignore[attr-defined]
+    assert _lock(invoke, parked, "schedule_sync").exit_code == 0
     polling = snapshot(parked)
-    assert _lock(invoke, parked, "schedule_sync", "--park").exit_code == 0  # type: ignore[attr-defined]
+    assert _lock(invoke, parked, "schedule_sync", "--park").exit_code == 0
     result = _lock(invoke, parked, "schedule_sync", "--no-park")
-    assert result.exit_code == 0, explain(result)  # type: ignore[attr-defined]
+    assert result.exit_code == 0, explain(result)
     assert snapshot(parked) == polling
     assert "Lock Park" not in _nodes(parked, "schedule_sync")
 
@@ -83,7 +84,7 @@ def test_unwrap_gives_back_the_file_a_parked_lock_was_added_to(
     parked: Path, invoke: Invoke
 ) -> None:
     original = (parked / "workflows" / "webhook_respond_node.template.json").read_text()
-    assert _lock(invoke, parked, "webhook_respond_node", "--park").exit_code == 0  # type: ignore[attr-defined]
+    assert _lock(invoke, parked, "webhook_respond_node", "--park").exit_code == 0
     result = invoke("unwrap", "--workflow-key", "webhook_respond_node", cwd=parked)
     assert result.exit_code == 0, explain(result)
     restored = (parked / "workflows" / "webhook_respond_node.template.json").read_text()
@@ -96,13 +97,13 @@ def test_a_webhook_that_answers_with_its_last_node_is_refused_and_left_as_it_was
     """n8n answers such a caller at once, with the Wait's items, when its execution parks."""
     before = snapshot(parked)
     result = _lock(invoke, parked, "order_update", "--park")
-    assert result.exit_code == 3, explain(result)  # type: ignore[attr-defined]
-    text = " ".join(result.output.split())  # type: ignore[attr-defined]
+    assert result.exit_code == 3, explain(result)
+    text = " ".join(result.output.split())
     assert "answers with its last node" in text and "Respond to Webhook" in text
     assert snapshot(parked) == before
 
 
 def test_park_with_via_subworkflow_is_refused(parked: Path, invoke: Invoke) -> None:
     result = _lock(invoke, parked, "schedule_sync", "--park", "--via-subworkflow")
-    assert result.exit_code == 3, explain(result)  # type: ignore[attr-defined]
-    assert "--park needs the inline lock" in result.output  # type: ignore[attr-defined]
+    assert result.exit_code == 3, explain(result)
+    assert "--park needs the inline lock" in result.output
