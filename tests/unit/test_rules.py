@@ -164,7 +164,8 @@ RICH: dict[str, Any] = {
             "type": "n8n-nodes-base.webhook",
             "typeVersion": 2,
             "position": [0, 0],
-            "parameters": {"path": "x"},
+            # A webhook whose caller waits for its answer, in front of a parked waiter…
+            "parameters": {"path": "x", "responseMode": "responseNode"},
             # …and the settings of a lock on a scope typed without ={{ }}.
             "notes": "n8nlock:lock-context — managed by n8nlock (format 1); made long ago\n"
             'config: {"scope": "$json.id", "ttl_seconds": 60, "max_wait_seconds": 60, '
@@ -231,6 +232,15 @@ RICH: dict[str, Any] = {
             "typeVersion": 2,
             "position": [7, 0],
             "parameters": {"jsCode": "return [{json: {a: $env.A}}];"},
+        },
+        {
+            "id": "9",
+            "name": "Park",
+            "type": "n8n-nodes-base.wait",
+            "typeVersion": 1.1,
+            "position": [8, 0],
+            "parameters": {"resume": "webhook"},
+            "notes": "n8nlock:lock-park — managed by n8nlock (format 4)",
         },
         {
             "id": "2",
@@ -307,7 +317,7 @@ MUTANTS = list(_mutants())
 
 
 def test_the_rich_workflow_reaches_every_rule() -> None:
-    env: dict[str, Any] = {"workflows": {}}
+    env: dict[str, Any] = {"workflows": {}, "n8n": {"queueMode": True}}  # …in queue mode
     # lock_acquisition, which RICH calls, calls orders back: a cycle push refuses
     workspace = WorkspaceView(frozenset(), {"lock_acquisition": ("orders",)})
     rules = {

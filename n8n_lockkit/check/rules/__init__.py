@@ -68,6 +68,8 @@ RULES: tuple[Rule, ...] = tuple(
         # push refuses to send a workflow whose placeholders do not resolve.
         ("env-placeholder-resolves", ERROR, env.placeholders_resolve),
         ("workflow-reference-cycle", ERROR, env.no_reference_cycle),
+        # n8n runs it, and answers the webhook's caller with an empty 200 at the park.
+        ("park-webhook-queue-mode", ERROR, env.park_webhook_in_queue_mode),
     )
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)

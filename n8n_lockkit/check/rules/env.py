@@ -1,13 +1,23 @@
 """What `n8nlock push` would refuse in a file, by the same checks: with --env, a placeholder
 that does not resolve or an id not given yet (`placeholders.push_refusals`); with or without,
-workflows that reference each other in a cycle."""
+workflows that reference each other in a cycle. And what the env's n8n would run wrongly: a
+parked webhook caller in queue mode."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 
-from n8n_lockkit.check.rules.base import Problem, WorkflowContext, strings_in
+from n8n_lockkit.check.rules.base import (
+    WAIT,
+    Problem,
+    WorkflowContext,
+    as_dict,
+    name_of,
+    parameters_of,
+    strings_in,
+)
+from n8n_lockkit.primitives import formats
 from n8n_lockkit.workspace import placeholders
 
 
@@ -40,3 +50,27 @@ def no_reference_cycle(ctx: WorkflowContext) -> Iterator[Problem]:
             f"workflows reference each other in a cycle: {' -> '.join(cycle)}",
             placeholders.CYCLE_HINT,
         )
+
+
+WEBHOOK = "n8n-nodes-base.webhook"
+
+
+def park_webhook_in_queue_mode(ctx: WorkflowContext) -> Iterator[Problem]:
+    """In an env that runs n8n in queue mode (`n8n.queueMode: true`), no webhook waits for its
+    answer across a parked waiter (`add-lock-to-workflow --park`): n8n answers such a caller
+    at once, with an empty 200, when the job ends at the park."""
+    if ctx.env is None or as_dict(ctx.env.get("n8n")).get("queueMode") is not True:
+        return
+    parks = [i for i, node in ctx.nodes(WAIT) if formats.role_of(node) == "lock-park"]
+    if not parks:
+        return
+    for index, node in ctx.nodes(WEBHOOK):
+        mode = parameters_of(node).get("responseMode", "onReceived")
+        if mode in ("responseNode", "lastNode"):
+            yield Problem(
+                ("nodes", index, "parameters", "responseMode"),
+                f"webhook {name_of(node)!r} waits for its answer ({mode}), and its waiters park "
+                "in a queue-mode n8n: the caller would get an empty 200 at the park",
+                f"re-run add-lock-to-workflow --workflow-key {ctx.key} --no-park (webhook "
+                "callers wait awake in queue mode; see docs/parking.md)",
+            )
