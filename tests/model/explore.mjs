@@ -9,7 +9,7 @@
 //        [--crashes 0-0] [--procs 1-3] [--jitter-ms 30] [--drift 0.001]
 //        [--systematic --victims 0,1 --stall-sizes 6,20] [--replay SPEC_JSON] [--trace]
 //        [--shrink] [--budget-ms MS] [--stop-after N] [--max-idle-ms MS|auto]
-//        [--site-stalls P] [--samples N] [--heal-after-ms MS]
+//        [--site-stalls P] [--samples N] [--heal-after-ms MS] [--resume-delays 250,8000]
 //
 // What a schedule is (all of it in a JSON "spec", printed with every violation, so that
 // `--replay` runs it again):
@@ -30,6 +30,11 @@
 //   (0.5): that node fails; --redis-faults P fails a Redis item with probability P (before
 //   it runs, or after, its answer lost). A failed node runs again as its Retry On Fail
 //   settings say; an execution whose tries run out ends "failed" (its keys stay, as a crash).
+// - parking (a lock whose graphs park: mutex_park, semaphore_park): a Wait "On Webhook Call"
+//   parks the caller until a resume (Lock Wake's HTTP Request, answered as n8n answers it:
+//   200 and the run starts after one of --resume-delays ms, a resumed run queueing for a slot;
+//   409 when not parked, so a resume before the park or a second one resumes nothing; 404
+//   when gone) or its limit (the backstop). A crashed parked caller is one that died parked.
 // - steps: an expression node (Set, If, Split Out, Stop and Error) is one step; a Redis node is
 //   one atomic step per item (SET with its EXPIRE as one); a Wait node sleeps on the caller's
 //   clock; the body is one step too (a stall "at" it stalls the body). Each step is followed by
@@ -157,7 +162,7 @@ function parseArgs(argv) {
     replay: null, trace: false, shrink: false, budgetMs: null, maxIdleMs: null,
     stallAtMax: 60, redisStalls: 0.1, holdMs: null, arrivals: null, traceLength: 40,
     samples: 3, siteStalls: 0.5, stopAfter: null, inside: 0.5, exprTimeoutMs: 5000, redisFaults: 0,
-    healAfterMs: null,
+    healAfterMs: null, resumeDelays: [250],
   };
   const range = (v) => {
     const [a, b] = String(v).split('-').map(Number);
@@ -198,6 +203,7 @@ function parseArgs(argv) {
       case '--inside': opts.inside = Number(next()); break;
       case '--expr-timeout-ms': opts.exprTimeoutMs = Number(next()); break;
       case '--redis-faults': opts.redisFaults = Number(next()); break;
+      case '--resume-delays': opts.resumeDelays = next().split(',').map(Number); break;
       case '--heal-after-ms': opts.healAfterMs = Number(next()); break;
       default: throw new Error(`unknown option ${arg}`);
     }
@@ -305,6 +311,7 @@ export function runSchedule(spec, graphs, opts) {
     leaseExpiredInBody: 0, withdrawals: 0, requeues: 0, skips: 0, checks: 0, fast: 0,
     maxIdleMs: 0, maxWaitMs: 0, endMs: 0, enteredExpired: 0, failed: 0, retries: 0,
     insideFaults: 0, redisFaults: 0, healed: 0, passed: 0, unlisted: 0,
+    parks: 0, resumes: 0, refusedResumes: 0, lostResumes: 0, backstops: 0,
   };
   const log = (entry) => {
     const row = { t: Math.round(T * 10) / 10, ...entry };
@@ -327,6 +334,7 @@ export function runSchedule(spec, graphs, opts) {
       random: rng,
       redis,
       observe: (event) => observe(caller, event),
+      resume: (id, body) => resumeCaller(caller, id, body),
       fault: (name) => {
         const kind = caller.failNext;
         caller.failNext = null;
@@ -471,10 +479,34 @@ export function runSchedule(spec, graphs, opts) {
     }
   }
 
+  // A resume POSTed to a parked execution (Lock Wake), as n8n's /webhook-waiting answers it:
+  // 200 and the run starts again after a delay (a resume is a new run, which may queue for a
+  // concurrency slot: --resume-delays), 409 when the execution is not parked (still on its way,
+  // or resumed already: two resumes never resume it twice), 404 when it is gone.
+  function resumeCaller(from, id, body) {
+    const target = callers[Number(id) - 1000];
+    if (!target || ['crashed', 'failed', 'released', 'refused', 'error'].includes(target.state)) {
+      stats.lostResumes += 1;
+      return 404;
+    }
+    if (!target.pending || target.pending.kind !== 'park' || target.resumeWith) {
+      stats.refusedResumes += 1;
+      return 409;
+    }
+    const delays = opts.resumeDelays;
+    const delay = delays[Math.floor(from.rng() * delays.length)];
+    target.resumeWith = body;
+    target.readyAt = Math.max(T + delay, target.proc.stalledUntil);
+    stats.resumes += 1;
+    log({ c: target.id, p: `p${target.procIndex}`, op: 'resumed', value: `by ${from.id}, runs in ${delay} ms` });
+    return 200;
+  }
+
   const jitter = (c) => c.rng() * opts.jitterMs;
   const schedule = (c, request) => {
     let at = T + jitter(c);
-    if (request && request.kind === 'wait') at += request.ms / c.proc.rate;
+    if (request && (request.kind === 'wait' || request.kind === 'park')) at += request.ms / c.proc.rate;
+    if (request && request.kind === 'park') stats.parks += 1;
     c.readyAt = Math.max(at, c.proc.stalledUntil);
   };
 
@@ -534,7 +566,10 @@ export function runSchedule(spec, graphs, opts) {
       c.gen = c.exec.run(lock.release, c.heldItems);
       log({ c: c.id, p: `p${c.procIndex}`, op: 'leave body' });
     }
-    const r = c.gen.next();
+    const parked = c.pending && c.pending.kind === 'park';
+    if (parked && !c.resumeWith) stats.backstops += 1; // its limit ran out first
+    const r = c.gen.next(parked ? c.resumeWith ?? null : undefined);
+    c.resumeWith = null;
     if (r.done) {
       c.pending = null;
       handleReturn(c, r.value);
@@ -628,7 +663,7 @@ export function runSchedule(spec, graphs, opts) {
       if (c.state === 'refused') stats.refused += 1;
       if (c.state === 'crashed' || c.state === 'failed') continue;
       stats.maxWaitMs = Math.max(stats.maxWaitMs, (c.endedAt ?? T) - c.spec.arrival - c.spec.hold);
-      const bound = lock.max_wait_seconds * 1000 + c.spec.hold + c.stalledMs
+      const bound = lock.max_wait_seconds * 1000 + c.spec.hold + c.stalledMs + (lock.parks ? lock.park_limit_ms ?? 0 : 0)
         + (spec.crashes.length + stats.failed) * (ttlMs + graceMs + 5000) + 15_000;
       if (c.endedAt === null) {
         violate('did not end', `${c.id} is still ${c.state}`, c);
@@ -644,8 +679,12 @@ export function runSchedule(spec, graphs, opts) {
     // it (a chain of deaths), and the next look a max sleep after the last.
     const dead = opts.healAfterMs === null ? stats.crashed + stats.failed : stats.unlisted;
     const healing = opts.healAfterMs === null ? 0 : (stats.crashed + stats.failed) * opts.healAfterMs;
+    // Parked: a waiter whose waker died is woken by a watcher (its parked grace) or its
+    // backstop, and every resume may queue for the longest --resume-delays.
+    const parkedMs = lock.parks ? Math.max(...opts.resumeDelays) : 0;
+    const perDead = graceMs + lock.max_sleep_ms + (lock.parks ? lock.park_limit_ms ?? 0 : 0);
     const limit = opts.maxIdleMs === 'auto'
-      ? lock.max_sleep_ms + healing + dead * (graceMs + lock.max_sleep_ms) + 1000
+      ? lock.max_sleep_ms + parkedMs + healing + dead * perDead + 1000
       : opts.maxIdleMs;
     if (limit !== null && stats.maxIdleMs > limit) {
       violate('line blocked', `for ${Math.round(stats.maxIdleMs)} ms no lease was alive and no process stopped while a live caller waited (limit ${limit} ms, ${stats.crashed} crashed)`);
@@ -740,6 +779,7 @@ function main() {
     steps: 0, released: 0, refused: 0, crashed: 0, withdrawals: 0, requeues: 0, skips: 0,
     checks: 0, fast: 0, leaseExpiredInBody: 0, enteredExpired: 0, virtualMs: 0, failed: 0,
     retries: 0, insideFaults: 0, redisFaults: 0, healed: 0, passed: 0, unlisted: 0,
+    parks: 0, resumes: 0, refusedResumes: 0, lostResumes: 0, backstops: 0,
   };
   let maxBodies = 0;
   let maxBodiesAnyLease = 0;
@@ -813,6 +853,11 @@ function main() {
       node_retries: totals.retries,
       healed_holders: totals.healed, passed_dead_waiters: totals.passed,
       dead_waiters_unlisted: totals.unlisted,
+      parks: totals.parks,
+      resumes: totals.resumes,
+      resumes_refused: totals.refusedResumes,
+      resumes_of_the_gone: totals.lostResumes,
+      backstops: totals.backstops,
     },
     violations_total: failing,
     violations_by_kind: byKind,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import subprocess
 import sys
@@ -40,6 +41,12 @@ LOCKS: dict[str, tuple[int, int | None, bool]] = {
     "mutex_short_wait": (1, 10, True),  # callers give up (their `gone` mark) under stalls
     "semaphore_short_wait": (3, 10, True),
     "mutex_fail_fast": (1, None, False),  # wait_till_lock_released=false
+}
+# Locks whose waiters park (engine.acquire(parks=True), add-lock-to-workflow --park), for an
+# engine that has parking.
+PARKED_LOCKS: dict[str, tuple[int, int | None, bool]] = {
+    "mutex_park": (1, None, True),
+    "semaphore_park": (3, None, True),
 }
 
 
@@ -88,7 +95,10 @@ def build(ttl: int = TTL_SECONDS, max_wait: int = MAX_WAIT_SECONDS) -> dict[str,
     engine = importlib.import_module("n8n_lockkit.primitives.engine")
     keys = importlib.import_module("n8n_lockkit.primitives.keys")
     out: dict[str, Any] = {}
-    for name, (slots, wait_seconds, wait) in LOCKS.items():
+    parking = "parks" in inspect.signature(engine.acquire).parameters
+    locks = {**LOCKS, **(PARKED_LOCKS if parking else {})}
+    for name, (slots, wait_seconds, wait) in locks.items():
+        parks = {"parks": True} if name in PARKED_LOCKS else {}
         seconds = max_wait if wait_seconds is None else wait_seconds
         inputs = engine.LockInputs(
             scope=SCOPE, ttl_seconds=ttl, max_wait_seconds=seconds, wait=wait, slots=slots
@@ -104,7 +114,9 @@ def build(ttl: int = TTL_SECONDS, max_wait: int = MAX_WAIT_SECONDS) -> dict[str,
             "max_poll_ms": int(engine.MAX_POLL_MS),
             "engine_file": str(Path(str(engine.__file__)).resolve()),
             "keys": _key_names(keys),
-            "acquire": _group(engine.acquire("model", inputs, (0, 0))),
+            "parks": bool(parks),
+            "park_limit_ms": int(getattr(engine, "PARK_LIMIT_S", 0)) * 1000,
+            "acquire": _group(engine.acquire("model", inputs, (0, 0), **parks)),
             "release": _group(engine.release("model", HELD, (0, 1200))),
         }
     return out

@@ -169,7 +169,7 @@ export class Execution {
       $,
       $json: item ? item.json : {},
       $input: { first: () => input[0], last: () => input[input.length - 1], all: () => input },
-      $execution: { id: this.env.executionId },
+      $execution: { id: this.env.executionId, resumeUrl: `model://resume/${this.env.executionId}` },
       $workflow: { id: this.workflow.id, name: this.workflow.name },
       Date: this.Date,
       Math: this.Math,
@@ -403,8 +403,28 @@ function* redisNode(execution, node, input) {
   return [out];
 }
 
+// A Wait "On Webhook Call" parks the execution: it yields { kind: 'park', node, ms } (ms: its
+// "Limit Wait Time") and the scheduler resumes it with the body a resume POSTed (n8n's output
+// item: { headers, params, query, body }), or with nothing when the limit ran out (its input
+// items pass through).
+function* parkNode(execution, node, input) {
+  const item = input[0];
+  const amount = failing(node, () => execution.param(node, 'resumeAmount', item, input, 1));
+  const unit = execution.param(node, 'resumeUnit', item, input, 'hours');
+  const factor = { seconds: 1000, minutes: 60_000, hours: 3_600_000, days: 86_400_000 }[unit];
+  const ms = Number(amount) * factor;
+  if (node.parameters.limitWaitTime !== true || !Number.isFinite(ms) || ms <= 0) {
+    throw Object.assign(new NodeError(`${node.name}: a park needs a limit (got ${amount} ${unit})`), { node: node.name });
+  }
+  execution.env.observe({ node: node.name, op: 'park', value: ms });
+  const resumed = yield { kind: 'park', node: node.name, ms };
+  if (resumed === undefined || resumed === null) return [input];
+  return [[{ json: { headers: {}, params: {}, query: {}, body: resumed } }]];
+}
+
 function* waitNode(execution, node, input) {
-  if (node.parameters.resume !== 'timeInterval') throw new Error(`${node.name}: only time intervals are modelled`);
+  if (node.parameters.resume === 'webhook') return yield* parkNode(execution, node, input);
+  if (node.parameters.resume !== 'timeInterval') throw new Error(`${node.name}: only time intervals and webhooks are modelled`);
   const item = input[0];
   const amount = failing(node, () => execution.param(node, 'amount', item, input, 1));
   const unit = execution.param(node, 'unit', item, input, 'hours');
@@ -415,6 +435,26 @@ function* waitNode(execution, node, input) {
   execution.env.observe({ node: node.name, op: 'wait', value: ms });
   yield { kind: 'wait', node: node.name, ms };
   return [input];
+}
+
+// An HTTP Request that POSTs a JSON body (one step): only resumes of parked executions are
+// modelled (`model://resume/<id>`, env.resume answers as n8n's /webhook-waiting would). Its
+// item is the full response ({ statusCode, body }), as with "Never Error" and "Full Response".
+function* httpRequestNode(execution, node, input) {
+  const item = input[0];
+  yield { kind: 'step', node: node.name, what: 'http' };
+  try {
+    execution.fault(node, 0);
+  } catch (error) { // "On Error: Continue": the error is the node's item
+    return [[{ json: { error: String(error.message ?? error) } }]];
+  }
+  const url = failing(node, () => execution.param(node, 'url', item, input));
+  const raw = failing(node, () => execution.param(node, 'jsonBody', item, input, '{}'));
+  const body = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  if (!String(url).startsWith('model://resume/')) throw new Error(`${node.name}: only resumes are modelled, got ${url}`);
+  const statusCode = execution.env.resume(String(url).slice('model://resume/'.length), body);
+  execution.env.observe({ node: node.name, op: 'resume', key: String(url), value: statusCode });
+  return [[{ json: { statusCode, body: statusCode === 200 ? { message: 'Workflow was started' } : {} } }]];
 }
 
 function* stopAndErrorNode(execution, node, input) {
@@ -431,5 +471,6 @@ const HANDLERS = {
   'n8n-nodes-base.splitOut': splitOutNode,
   'n8n-nodes-base.redis': redisNode,
   'n8n-nodes-base.wait': waitNode,
+  'n8n-nodes-base.httpRequest': httpRequestNode,
   'n8n-nodes-base.stopAndError': stopAndErrorNode,
 };

@@ -440,3 +440,81 @@ def test_a_skip_written_late_does_not_send_the_line_back(graphs: Path) -> None:
     two looks in a row is skipped at once."""
     replay = ["--lock", "mutex", "--replay", json.dumps(LATE_SKIP), "--max-idle-ms", "auto"]
     assert_safe(_run(graphs, replay))
+
+
+# ---------------------------------------------------------------------------------------------
+# Parking (add-lock-to-workflow --park): the same engine, whose far waiters park in a Wait "On
+# Webhook Call" and are woken by the waiter ahead (explore.mjs models the park, the resume
+# n8n answers 200 / 409 / 404, and a resumed run that queues for a slot: --resume-delays).
+# 8 s resume delays are longer than the 5 s skip grace: a woken waiter still queueing for a
+# slot must not be skipped as dead.
+SLOW_RESUMES = ["--resume-delays", "250,8000"]
+
+
+@pytest.mark.parametrize(("lock", "callers"), [("mutex_park", "2-7"), ("semaphore_park", "4-10")])
+def test_parked_waiters_under_stalls_and_slow_resumes_never_let_two_in(
+    graphs: Path, lock: str, callers: str
+) -> None:
+    args = ["--lock", lock, "--callers", callers, *STALLS, *SLOW_RESUMES, "--redis-faults", "0.02"]
+    summary = explore(graphs, schedules(600), *args, seed=801)
+    assert_safe(summary)
+    events = summary["events"]
+    assert events["parks"] > 0 and events["resumes"] > 0, events
+    # a resume that came before the park, or a second one, was refused (409) and harmless
+    assert events["resumes_refused"] > 0, events
+
+
+def test_a_parked_line_without_stalls_never_idles_and_nobody_waits_for_a_backstop(
+    graphs: Path,
+) -> None:
+    args = ["--lock", "mutex_park", "--stalls", "0-0", "--redis-stalls", "0"]
+    summary = explore(graphs, schedules(400), *args, "--max-idle-ms", "auto", seed=811)
+    assert_safe(summary)
+    assert summary["outcomes"]["refused"] == 0
+    assert summary["events"]["parks"] > 0
+    assert summary["events"]["backstops"] == 0, summary["events"]
+
+
+@pytest.mark.parametrize("lock", ["mutex_park", "semaphore_park"])
+def test_callers_that_die_in_a_parked_line_cost_the_line_a_backstop_at_most(
+    graphs: Path, lock: str
+) -> None:
+    """A waiter that dies parked, or a waker that dies before it wakes the one behind: the
+    line moves again within a grace, a sleep and the park's backstop per dead caller."""
+    args = [
+        "--lock",
+        lock,
+        "--callers",
+        "3-8",
+        "--crashes",
+        "1-2",
+        "--stalls",
+        "0-0",
+        *SLOW_RESUMES,
+    ]
+    summary = explore(graphs, schedules(400), *args, "--max-idle-ms", "auto", seed=821)
+    assert_safe(summary)
+    assert summary["events"]["backstops"] > 0, summary["events"]
+
+
+def test_a_holder_that_enters_without_waking_the_parked_waiter_behind_leaves_the_line_idle(
+    graphs: Path, tmp_path: Path
+) -> None:
+    """Lock Decide's entering look wakes the parked waiter behind it (it may have parked
+    since the holder's last look). Without that wake the model finds the line idle until the
+    backstop."""
+    data = json.loads(graphs.read_text(encoding="utf-8"))
+    wake = (
+        "if (parkedAt(next) !== null && woken[next] !== parkSince[next] "
+        "&& !out.dead_listings.includes(next)) {"
+    )
+    decide = next(n for n in data["mutex_park"]["acquire"]["nodes"] if n["name"] == "Lock Decide")
+    text = decide["parameters"]["jsonOutput"]
+    if wake not in text:
+        pytest.fail("the mutation of Lock Decide no longer applies to decide.js's text")
+    decide["parameters"]["jsonOutput"] = text.replace(wake, "if (false) {")
+    broken = tmp_path / "mutated.json"
+    broken.write_text(json.dumps(data), encoding="utf-8")
+    args = ["--lock", "mutex_park", "--stalls", "0-0", "--redis-stalls", "0", "--stop-after", "1"]
+    summary = explore(broken, schedules(400), *args, "--max-idle-ms", "auto", seed=811, workers=1)
+    assert summary["violations_by_kind"].get("line blocked", 0) > 0, summary

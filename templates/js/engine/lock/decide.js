@@ -11,19 +11,31 @@ const ctx = << context >>;
 // look (read.js: `before`).
 const asked = << decided >> ? << decision >> : null;
 <% if park %>
-// A decision taken with a wake (Lock Wake resumed a parked waiter first) is carried out now,
-// unless n8n refused the resume (409: the waiter has not parked yet): then this one looks again
-// shortly, and wakes it on that look. A resume not answered in time is on its way (n8n answers
-// once the resumed run has a concurrency slot).
+// A decision taken with a wake (Lock Wake resumed a parked waiter first) is carried out now.
+// When n8n refused the resume (409: the waiter has not parked yet, or was resumed already) it
+// is forgotten, so that a later look wakes that listing again, after PARK_RETRY when this one
+// was about to enter (it enters once the waiter behind is woken). After PARK_REFUSALS in a row,
+// or a 404 (no such execution), that waiter is taken for dead (it died on its way to the park,
+// or parked and was deleted): the one behind it is woken instead, and a head so listed gets the
+// plain skip grace. A resume not answered in time is on its way (n8n answers once the resumed
+// run has a slot).
 if (asked !== null && asked.state === 'wake') {
   const answer = << woke >>.isExecuted ? << woke >>.first().json : {};
-  // After PARK_REFUSALS refusals it gives up (that waiter never parked: it died on its way);
-  // a waiter that parks after all is woken by its backstop.
-  const refusals = (asked.then.refusals ?? 0) + 1;
-  if (Number(answer.statusCode) !== 409 || refusals >= << park_refusals >>) return asked.then;
+  const status = Number(answer.statusCode);
+  const refusals = status === 409 ? (asked.then.refusals ?? 0) + 1 : 0;
+  if (status === 404 || refusals >= << park_refusals >>) {
+    const dead = { refusals: 0, dead_listings: [...(asked.then.dead_listings ?? []), asked.wake.ticket] };
+    if (asked.then.state !== 'enter') return { ...asked.then, ...dead };
+    // About to enter: look once more, to wake the waiter behind the dead one first.
+    return { ...asked.then, ...dead, state: 'wait', reason: 'refused', expected_ms: 0, wake_ms: 0, sleep_seconds: 0.01 };
+  }
+  if (refusals === 0) return { ...asked.then, refusals: 0 };
+  const woken = { ...asked.then.woken };
+  delete woken[asked.wake.ticket];
+  if (asked.then.state !== 'enter') return { ...asked.then, woken, refusals };
   return {
-    ...asked.then, state: 'wait', reason: 'refused', wake: undefined, expected_ms: 0, wake_ms: 0, refusals,
-    sleep_seconds: << park_retry_ms >> / 1000, woken: asked.then.woken.filter((k) => k !== asked.wake.ticket),
+    ...asked.then, state: 'wait', reason: 'refused', expected_ms: 0, wake_ms: 0, woken, refusals,
+    sleep_seconds: << park_retry_ms >> / 1000,
   };
 }
 <% endif %>
@@ -110,18 +122,26 @@ if (!look.fast && look.parks) look.parks.forEach((k, index) => {
 });
 const parkedAt = (k) => parkUrls[k] ?? null;
 const settled = (k) => parkedAt(k) !== null && now - parkSince[k] >= << park_settle_ms >>;
-// The waiters this one resumed (once each), whether it was resumed itself (a waiter woken by
-// the one ahead stays awake: its turn is near), and the ticket whose URL it listed.
-const woken = before && before.woken ? before.woken : [];
+// The listings this one resumed (ticket -> the listing's time: a waiter that parks again lists
+// itself anew, and is woken again), whether it was resumed itself (a waiter woken by the one
+// ahead stays awake: its turn is near), and whether its own listing is there, and stale (it
+// was woken from the park it was for).
+const woken = before && before.woken && !Array.isArray(before.woken) ? before.woken : {};
+const unwoken = (k) => settled(k) && woken[k] !== parkSince[k];
 const park = << parked >>.isExecuted ? << parked >>.first().json : null;
-const resumed = before !== null && before.state === 'park' && park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === t;
+const unparked = before !== null && before.state === 'park';
+const resumed = unparked && park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === t;
 out.woken = woken;
+out.dead_listings = before !== null && before.dead_listings ? before.dead_listings : [];
+const alive = (k) => parkedAt(k) !== null && !out.dead_listings.includes(k);
 out.refusals = before !== null && before.refusals ? before.refusals : 0;
 out.awake = (before !== null && before.awake === true) || resumed;
 out.registered = before !== null && before.registered === t ? t : null;
+const staleListing = unparked || (before !== null && before.stale_listing === true);
+out.stale_listing = out.registered !== null && staleListing;
 const wakeThen = (k, then) => ({
   ...then, state: 'wake', wake: { ticket: k, url: parkedAt(k) },
-  then: { ...then, woken: [...woken, k] },
+  then: { ...then, woken: { ...woken, [k]: parkSince[k] } },
 });
 <% endif %>
 // Turned away without the body: skipped (skip, buffer-one, a duplicate) or, for a duplicate
@@ -198,10 +218,11 @@ if (t === head && !blocked) {
   };
 <% if park %>
   // The waiter behind may have parked since this one's last look: it is next now.
-  if (parkedAt(t + N) !== null && !woken.includes(t + N)) {
+  const next = out.dead_listings.includes(t + N) ? t + 2 * N : t + N;
+  if (parkedAt(next) !== null && woken[next] !== parkSince[next] && !out.dead_listings.includes(next)) {
     // Enters a moment later when the waiter behind has just listed itself: it is about to park.
-    if (!settled(t + N)) return { ...again('settle'), sleep_seconds: << park_retry_ms >> / 1000 };
-    return wakeThen(t + N, entering);
+    if (!settled(next)) return { ...again('settle'), sleep_seconds: << park_retry_ms >> / 1000 };
+    return wakeThen(next, entering);
   }
   return entering;
 <% endif %>
@@ -245,7 +266,7 @@ const leftHead = releasedHead && before && before.head === head && before.releas
 <% if park %>
 // A parked head is woken (below) and given the parked grace: woken, it may queue for an n8n
 // concurrency slot before its run starts.
-const graceMs = parkedAt(head) !== null ? << parked_grace_ms >> : << skip_grace_ms >>;
+const graceMs = alive(head) ? << parked_grace_ms >> : << skip_grace_ms >>;
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= graceMs;
 <% else %>
 const graceOver = quiet && before && before.head === head && before.quiet_since && look.look_ms - before.quiet_since >= << skip_grace_ms >>;
@@ -288,7 +309,7 @@ for (let k = head + N; k < t; k += N) {
   if (active(k)) break;
   if (marks[k] !== null) continue; // left the line: passed with the marked run
 <% if park %>
-  if (parkedAt(k) !== null) { liveBetween = true; break; } // parked: alive, in n8n's database
+  if (alive(k)) { liveBetween = true; break; } // parked: alive, in n8n's database
 <% endif %>
   if (beacons[k] !== undefined && beacons[k] !== null && look.look_ms - beacons[k] < << alive_fresh_ms >>) { liveBetween = true; break; }
   between.push(k);
@@ -369,20 +390,23 @@ const sleepMs = wakeMs > << min_poll_ms >>
 // the parked one needs to resume (n8n queues a resumed run for a slot like any other); with
 // the instance full of such waiters, nobody moves until the backstop.
 let parkedAhead = false;
-for (let k = head + N; k < t; k += N) if (parkedAt(k) !== null) parkedAhead = true;
+for (let k = head + N; k < t; k += N) if (alive(k)) parkedAhead = true;
 const parkable = ahead >= 2 && (parkedAhead || (!out.awake && expectedMs > << park_after_ms >>));
 const waiting = { ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
 const listing = (url, ttl) => ({ ...waiting, state: 'queue', listed: true, sleep_seconds: 0.01, queue: { key: `${ctx.base}<< keys.park >>${t}`, value: url, ttl } });
 // The next in line (or a head that waits for the one before it to leave) resumes the parked
 // waiter behind it; any waiter resumes a parked head it watched quiet WAKE_PARKED (its waker
 // died, or its resume was lost).
-const behind = ahead <= 1 && settled(t + N) && !woken.includes(t + N) ? t + N : null;
-const lost = quiet && settled(head) && watchedMs >= << wake_parked_ms >> && !woken.includes(head) ? head : null;
+const behindAt = out.dead_listings.includes(t + N) ? t + 2 * N : t + N;
+const behind = ahead <= 1 && unwoken(behindAt) && !out.dead_listings.includes(behindAt) ? behindAt : null;
+const lost = quiet && unwoken(head) && alive(head) && watchedMs >= << wake_parked_ms >> ? head : null;
 const target = behind ?? lost;
 let next;
-if (parkable && out.registered === null) next = { ...listing(`${now} ${ctx.resume_url}`, << park_limit_s >> + 60), registered: t };
+// A waiter back from a park lists itself anew before it parks again: its listing's new time
+// tells the waiter ahead to wake it again.
+if (parkable && (out.registered === null || out.stale_listing)) next = { ...listing(`${now} ${ctx.resume_url}`, << park_limit_s >> + 60), registered: t, stale_listing: false };
 else if (parkable) next = { ...waiting, state: 'park', park_seconds: Math.max(1, Math.min(<< park_limit_s >>, Math.ceil((ctx.deadline_ms - now) / 1000) + 1)) };
-else if (out.registered !== null) next = { ...listing('', 1), registered: null };
+else if (out.registered !== null) next = { ...listing('', 1), registered: null, stale_listing: false };
 else next = sleep(waiting, beacon);
 return target !== null && parkedAt(target) !== null ? wakeThen(target, next) : next;
 <% else %>

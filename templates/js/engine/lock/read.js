@@ -74,9 +74,9 @@ const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip'
   : ctx.on_busy === 'skip' ? << skip_window >> : << look_window >>;
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 <% if park %>
-// The resume URLs (`park:<t>`) of the waiters it may wake: the one right behind it, and those
-// of the window (a parked head; decide.js).
-const parks = [ticket + N, ...window];
+// The resume URLs (`park:<t>`) of the waiters it may wake: the two right behind it (the second
+// when the first is gone), and those of the window (a parked head; decide.js).
+const parks = [ticket + N, ticket + 2 * N, ...window];
 <% endif %>
 return {
   ticket, lane, guess, fast, window, beacons,
