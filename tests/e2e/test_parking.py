@@ -18,6 +18,7 @@ in regular mode only: in queue mode a parked webhook caller is answered at once 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -42,7 +43,7 @@ from testbed.backend import Backend, deploy_restartable_n8n
 from testbed.client import saved_executions
 from testbed.endpoints import N8nInstance, RedisEndpoint
 from testbed.settings import n8n_version_params, topology
-from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, tickets_drawn
+from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, tickets_drawn, wait_until
 from tests.e2e.stalls import sink_bodies
 from tests.e2e.test_lock_engine import engine_workflow, most_at_once
 
@@ -54,6 +55,8 @@ LIMIT = 4
 CALLERS = 12
 HOLD_MS = 800
 MARGIN_SECONDS = 0.5  # issue 33: the unrelated workflow within 0.5 s of its time alone
+SCHEDULED_HOLD_S = 2.5
+SCHEDULED_FOR_S = 12  # how long the schedule fires: about 7 in line at the end
 
 
 @dataclass
@@ -92,6 +95,72 @@ def responding_workflow(key: str) -> dict[str, Any]:
         "main": [[{"node": "Respond", "type": "main", "index": 0}]]
     }
     return workflow
+
+
+def scheduled_workflow(key: str, scope: str) -> dict[str, Any]:
+    """Every second: a body of SCHEDULED_HOLD_S on one static scope. Arrivals come faster than
+    the body, so a line builds up, as behind a sync that runs longer than its interval."""
+
+    def mark(event: str) -> dict[str, Any]:
+        message = (
+            f"={{{{ JSON.stringify({{ event: '{event}', t: Date.now(), who: Number($execution.id), "
+            "execution: $execution.id, ticket: $('Lock Decide').first().json.ticket }) }}"
+        )
+        return {
+            "operation": "push",
+            "list": f"engine-sink-{scope}",
+            "messageData": message,
+            "tail": True,
+        }
+
+    redis = {
+        "redis": {
+            "id": "{{@:env:credentials.redis.id}}",
+            "name": "{{@:env:credentials.redis.name}}",
+        }
+    }
+    nodes = [
+        {
+            "name": "Schedule Trigger",
+            "type": "n8n-nodes-base.scheduleTrigger",
+            "typeVersion": 1.2,
+            "parameters": {"rule": {"interval": [{"field": "seconds", "secondsInterval": 1}]}},
+        },
+        {
+            "name": "Mark Start",
+            "type": "n8n-nodes-base.redis",
+            "typeVersion": 1,
+            "parameters": mark("start"),
+            "credentials": redis,
+        },
+        {
+            "name": "Hold",
+            "type": "n8n-nodes-base.wait",
+            "typeVersion": 1.1,
+            "parameters": {"resume": "timeInterval", "amount": SCHEDULED_HOLD_S, "unit": "seconds"},
+            "webhookId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Hold")),
+        },
+        {
+            "name": "Mark End",
+            "type": "n8n-nodes-base.redis",
+            "typeVersion": 1,
+            "parameters": mark("end"),
+            "credentials": redis,
+        },
+    ]
+    for x, node in enumerate(nodes):
+        node["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:{node['name']}"))
+        node["position"] = [x * 220, 0]
+    chain = [n["name"] for n in nodes]
+    return {
+        "name": f"e2e scheduled ({key})",
+        "nodes": nodes,
+        "connections": {
+            a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
+            for a, b in itertools.pairwise(chain)
+        },
+        "settings": {"executionOrder": "v1"},
+    }
 
 
 def unrelated_workflow(key: str) -> dict[str, Any]:
@@ -296,3 +365,63 @@ def test_a_parked_line_of_twelve_leaves_other_workflows_their_slots(park_bed: Pa
     assert parked.tickets == sorted(parked.tickets), f"out of ticket order: {parked.tickets}"
     assert len(parked.during) >= 5, f"the line drained before the probe looked: {figures}"
     assert max(parked.during) <= alone + MARGIN_SECONDS, figures
+
+
+def _deactivate(bed: ParkBed, key: str) -> None:
+    workflow_id = str(load_env(Workspace(bed.root), "e2e").data["workflows"][key]["id"])
+    response = requests.post(
+        f"{bed.n8n.base_url}/api/v1/workflows/{workflow_id}/deactivate",
+        headers={"X-N8N-API-KEY": bed.n8n.api_key},
+        timeout=30,
+    )
+    response.raise_for_status()
+
+
+def test_a_schedule_that_outruns_its_body_parks_its_line_and_leaves_other_workflows_their_slots(
+    park_bed: ParkBed,
+) -> None:
+    """A Schedule trigger every second, a body of 2.5 s on one scope, limit 4: the line grows
+    to about 7 while the schedule fires. The unrelated workflow answers within 0.5 s of its
+    time alone; the bodies run one at a time, in ticket order, and every one that drew a
+    ticket runs once the schedule stops."""
+    bed = park_bed
+    tag = uuid.uuid4().hex[:6]
+    key, scope = f"sched_{tag}", f"sched-{tag}"
+    (bed.root / "workflows" / f"{key}.template.json").write_text(
+        json.dumps(scheduled_workflow(key, scope))
+    )
+    run_cli(
+        bed.root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
+        "--ttl-seconds", "60", "--max-wait-seconds", "300", "--park",
+    )  # fmt: skip
+    run_cli(bed.root, "validate", "--env", "e2e")
+    alone = statistics.median(_unrelated(bed) for _ in range(5))
+    began = time.monotonic()
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    during: list[float] = []
+    try:
+        time.sleep(5.0)  # a line builds up
+        while time.monotonic() - began < SCHEDULED_FOR_S:
+            during.append(_unrelated(bed))
+            time.sleep(0.3)
+    finally:
+        _deactivate(bed, key)
+
+    def served() -> bool:
+        bodies = sink_bodies(bed.redis, scope)
+        drawn = tickets_drawn(bed.redis, scope)
+        return drawn > 0 and len(bodies) == drawn and all(b.end is not None for b in bodies)
+
+    wait_until(served, 90, f"every caller that drew a ticket for {scope} ran its body")
+    bodies = sink_bodies(bed.redis, scope)
+    assert len(bodies) >= 8, f"only {len(bodies)} scheduled runs: no line built up"
+    assert most_at_once([(b.start, b.end) for b in bodies if b.end is not None]) == 1
+    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
+    tickets = [int(e["ticket"]) for e in events if e["event"] == "start"]
+    assert tickets == sorted(tickets), f"out of ticket order: {tickets}"
+    figures = (
+        f"unrelated alone {alone:.2f} s; during the scheduled line max {max(during):.2f} s "
+        f"(median {statistics.median(during):.2f}, {len(during)} calls); {len(bodies)} runs"
+    )
+    print(figures)
+    assert max(during) <= alone + MARGIN_SECONDS, figures
