@@ -1,0 +1,186 @@
+"""`add-debounce` in a real n8n with a real Redis: one body per burst of events on a key.
+
+The body records each run in Redis (`debounce-sink-<workflow key>`): when it ran, in which
+execution, and the bodies of the items it got. Every call answers at once with the buffered
+answer; the body runs about Q s after the last event of the burst.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.e2e.lockbed import Call, LockBed, run_cli, wait_until
+from tests.e2e.test_lock_engine import REDIS
+
+QUIET = 2  # seconds
+
+
+def body_workflow(key: str) -> dict[str, Any]:
+    """Webhook (answers with its last node) → Record: one entry per run, with every item."""
+    record = (
+        "={{ JSON.stringify({ t: Date.now(), execution: $execution.id, "
+        "items: $input.all().map((item) => item.json.body) }) }}"
+    )
+    return {
+        "name": f"e2e debounce ({key})",
+        "nodes": [
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Webhook")),
+                "name": "Webhook",
+                "type": "n8n-nodes-base.webhook",
+                "typeVersion": 2,
+                "position": [0, 0],
+                "parameters": {
+                    "httpMethod": "POST",
+                    "path": key,
+                    "responseMode": "lastNode",
+                    "options": {},
+                },
+                "webhookId": str(uuid.uuid5(uuid.NAMESPACE_URL, key)),
+            },
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Record")),
+                "name": "Record",
+                "type": "n8n-nodes-base.redis",
+                "typeVersion": 1,
+                "position": [220, 0],
+                "executeOnce": True,
+                "parameters": {
+                    "operation": "push",
+                    "list": f"debounce-sink-{key}",
+                    "messageData": record,
+                    "tail": True,
+                },
+                "credentials": REDIS,
+            },
+        ],
+        "connections": {"Webhook": {"main": [[{"node": "Record", "type": "main", "index": 0}]]}},
+        "settings": {"executionOrder": "v1"},
+    }
+
+
+def install(bed: LockBed, name: str, *flags: str) -> str:
+    key = f"{name}_{uuid.uuid4().hex[:6]}"
+    path = bed.root / "workflows" / f"{key}.template.json"
+    path.write_text(json.dumps(body_workflow(key), indent=2))
+    run_cli(
+        bed.root, "add-debounce", "--workflow-key", key,
+        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", str(QUIET), *flags,
+    )  # fmt: skip
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+def runs(bed: LockBed, key: str) -> list[dict[str, Any]]:
+    return [json.loads(e) for e in bed.redis.lrange(f"debounce-sink-{key}", 0, -1)]
+
+
+def send(bed: LockBed, key: str, chat: str, who: int) -> tuple[Call, float]:
+    call = bed.webhook(key, {"chat": chat, "who": who})
+    return call, time.time()
+
+
+def assert_buffered(call: Call, chat: str) -> None:
+    assert call.status == 200, call
+    assert isinstance(call.body, dict), call
+    assert call.body.get("buffered") is True and call.body.get("key") == chat, call.body
+    assert isinstance(call.body.get("position"), int), call.body
+    assert call.seconds < 1.0, f"answered after {call.seconds:.2f} s"
+
+
+def _dump(bed: LockBed, key: str) -> None:
+    for execution in bed.executions(bed.workflow_id(key), with_data=True)[:3]:
+        data = execution.get("data", {}).get("resultData", {})
+        print("EXEC", execution["id"], execution.get("status"), data.get("lastNodeExecuted"))
+        print("ERROR", json.dumps(data.get("error"))[:1500])
+        for name, node_runs in data.get("runData", {}).items():
+            out = [r.get("data", {}).get("main", [[]]) for r in node_runs]
+            err = [r.get("error", {}).get("message") for r in node_runs if r.get("error")]
+            print("  NODE", name, len(node_runs), json.dumps(out)[:400], err)
+
+
+@pytest.fixture(scope="module")
+def chat(lockbed: LockBed) -> str:
+    return install(lockbed, "debounce")
+
+
+def test_three_messages_half_a_second_apart_run_one_body_quiet_seconds_after_the_last(
+    lockbed: LockBed, chat: str
+) -> None:
+    answers = []
+    for who in range(3):
+        answers.append(send(lockbed, chat, "alice", who))
+        time.sleep(0.5)
+    for call, _ in answers:
+        assert_buffered(call, "alice")
+    last = answers[-1][1]
+    try:
+        wait_until(lambda: len(runs(lockbed, chat)) >= 1, 20, "the burst's body ran")
+    except AssertionError:
+        _dump(lockbed, chat)
+        raise
+    time.sleep(QUIET + 1)  # no second body
+    bodies = runs(lockbed, chat)
+    assert len(bodies) == 1, bodies
+    assert [item["who"] for item in bodies[0]["items"]] == [0, 1, 2]
+    delay = bodies[0]["t"] / 1000 - last
+    assert QUIET - 0.5 <= delay <= QUIET + 1.5, f"the body began {delay:.2f} s after the last"
+
+
+def test_two_keys_interleaved_run_one_body_each_without_mixing(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_two")
+    for who in range(6):
+        call, _ = send(lockbed, key, "bob" if who % 2 else "carol", who)
+        assert_buffered(call, "bob" if who % 2 else "carol")
+        time.sleep(0.2)
+    wait_until(lambda: len(runs(lockbed, key)) >= 2, 20, "both bodies ran")
+    time.sleep(QUIET + 1)
+    bodies = runs(lockbed, key)
+    assert len(bodies) == 2, bodies
+    by_chat = {tuple(sorted({i["chat"] for i in b["items"]})): b["items"] for b in bodies}
+    assert [i["who"] for i in by_chat[("bob",)]] == [1, 3, 5]
+    assert [i["who"] for i in by_chat[("carol",)]] == [0, 2, 4]
+
+
+def test_n_events_run_the_body_at_once(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_full", "--max-items", "4", "--max-wait-seconds", "30")
+    start = time.time()
+    with ThreadPoolExecutor(4) as pool:
+        calls = list(pool.map(lambda who: send(lockbed, key, "dave", who), range(4)))
+    for call, _ in calls:
+        assert_buffered(call, "dave")
+    wait_until(lambda: len(runs(lockbed, key)) >= 1, 10, "the full burst's body ran")
+    bodies = runs(lockbed, key)
+    assert bodies[0]["t"] / 1000 - start < QUIET, "the full burst waited for quiet"
+    assert sorted(i["who"] for i in bodies[0]["items"]) == [0, 1, 2, 3]
+    time.sleep(QUIET + 1)
+    assert len(runs(lockbed, key)) == 1
+
+
+def test_events_during_a_running_body_form_the_next_burst(lockbed: LockBed, chat: str) -> None:
+    first, _ = send(lockbed, chat, "erin", 0)
+    assert_buffered(first, "erin")
+    wait_until(lambda: any(i["chat"] == "erin" for b in runs(lockbed, chat) for i in b["items"]),
+               20, "the first burst ran")  # fmt: skip
+    second, _ = send(lockbed, chat, "erin", 1)
+    third, _ = send(lockbed, chat, "erin", 2)
+    assert_buffered(second, "erin")
+    assert_buffered(third, "erin")
+
+    def erins() -> list[list[int]]:
+        return [
+            [i["who"] for i in b["items"]]
+            for b in runs(lockbed, chat)
+            if any(i["chat"] == "erin" for i in b["items"])
+        ]
+
+    wait_until(lambda: len(erins()) >= 2, 20, "the second burst ran")
+    time.sleep(QUIET + 1)
+    assert erins() == [[0], [1, 2]]
