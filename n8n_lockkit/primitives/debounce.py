@@ -83,6 +83,7 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
     decision = c.first("Debounce Decide")
     claimed = f"{c.ref('Debounce Claim')}.all()"
     tuning = {"poll_ms": POLL_MS}
+    cut_of = js_literal(keys.TEMPLATE_SCHEMA.cut_of)
     return {
         "context": templating.expression(
             "engine/debounce/context",
@@ -107,6 +108,20 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
         ),
         "answer": f"={{{{ {c.first('Debounce Verdict')}.answer }}}}",
         "waits": f"{c.first('Debounce Verdict')}.state === 'wait'",
+        "takes": f"{c.first('Debounce Verdict')}.state === 'take'",
+        "any": f"{c.first('Debounce Taken')}.tickets.length > 0",
+        "take_key": f"={{{{ {c.first('Debounce Verdict')}.take_key }}}}",
+        "took": f"$json[{c.first('Debounce Verdict')}.take_key] === 1",
+        "watch_key": f"={{{{ {context}.base + {js_literal(keys.TEMPLATE_SCHEMA.watch)} }}}}",
+        "beacon_key": f"={{{{ $json.base + {js_literal(keys.TEMPLATE_SCHEMA.watch)} }}}}",
+        "beacon_value": "={{ JSON.stringify({ s: $json.s, at: Date.now(), "
+        "first_at: $json.first_at }) }}",
+        "cut_of_key": f"={{{{ $json.base + {cut_of} + $json.s }}}}",
+        "owns_cut": f"$json[{decision}.base + {cut_of} + {decision}.s] === 1",
+        "seq_key": f"={{{{ {decision}.seq_key }}}}",
+        "pass": templating.expression(
+            "engine/debounce/pass", decision=decision, take=c.first("Debounce Take")
+        ),
         "watch": f"={{{{ {c.first('Debounce Verdict')}.watch }}}}",
         "decide": templating.expression(
             "engine/debounce/decide",
@@ -137,12 +152,14 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
 def _rows(s: dict[str, str]) -> list[Row]:
     """Row 0: an event's path (draw, store, claim, answer); row 1: the waiter's look; row 2:
     the runner's cut, its claims and the burst's items."""
-    cut = {
-        "operation": "incr",
-        "key": "={{ $json.seq_key }}",
-        "expire": True,
-        "ttl": keys.DEBOUNCE_TTL_SECONDS,
-    }
+
+    def incr(key: str) -> dict[str, object]:
+        return {"operation": "incr", "key": key, "expire": True, "ttl": keys.DEBOUNCE_TTL_SECONDS}
+
+    def store(key: str, value: str) -> dict[str, object]:
+        ttl = keys.DEBOUNCE_TTL_SECONDS
+        return {**SET_STRING_EACH, "key": key, "value": value, "ttl": ttl}
+
     return [
         Row("debounce-context", "Debounce Context", set_raw(s["context"]), (0, 0)),
         Row("debounce-input-valid", "Debounce Input Valid?", if_("$json.problem === null"), (1, 0)),
@@ -156,11 +173,26 @@ def _rows(s: dict[str, str]) -> list[Row]:
         Row("debounce-claim-list", "Debounce Claim List", set_raw(s["claim"]), (7, 0)),
         Row("debounce-claim-items", "Debounce Claim Items", split_out("incr"), (8, 0)),
         Row("debounce-claim", "Debounce Claim", _rendezvous(INCR_EACH), (9, 0)),
-        Row("debounce-verdict", "Debounce Verdict", set_raw(s["verdict"]), (10, 0)),
-        Row("debounce-redraw", "Debounce Redraw?", if_("$json.state === 'redraw'"), (11, 0)),
-        Row("debounce-answer", "Debounce Answer", set_raw(s["answer"]), (12, 0)),
-        Row("debounce-waits", "Debounce Waits?", if_(s["waits"]), (14, 0)),
-        Row("debounce-watch", "Debounce Watch", set_raw(s["watch"]), (15, 0)),
+        Row(
+            "debounce-read-watch",
+            "Debounce Read Watch",
+            _get_once(s["watch_key"], "watch"),
+            (10, 0),
+        ),
+        Row("debounce-verdict", "Debounce Verdict", set_raw(s["verdict"]), (11, 0)),
+        Row("debounce-redraw", "Debounce Redraw?", if_("$json.state === 'redraw'"), (12, 0)),
+        Row("debounce-answer", "Debounce Answer", set_raw(s["answer"]), (13, 0)),
+        Row("debounce-waits", "Debounce Waits?", if_(s["waits"]), (15, 0)),
+        Row("debounce-takes", "Debounce Takes?", if_(s["takes"]), (15, 1)),
+        Row("debounce-take-over", "Debounce Take Over", _rendezvous(incr(s["take_key"])), (16, 1)),
+        Row("debounce-took", "Debounce Took?", if_(s["took"]), (17, 1)),
+        Row("debounce-watch", "Debounce Watch", set_raw(s["watch"]), (16, 0)),
+        Row(
+            "debounce-beacon",
+            "Debounce Beacon",
+            redis(store(s["beacon_key"], s["beacon_value"]), True),
+            (1, 1),
+        ),
         Row("debounce-sleep", "Debounce Sleep", wait("={{ $json.sleep }}"), (2, 1)),
         Row(
             "debounce-read-seq",
@@ -176,17 +208,21 @@ def _rows(s: dict[str, str]) -> list[Row]:
         ),
         Row("debounce-decide", "Debounce Decide", set_raw(s["decide"]), (5, 1)),
         Row("debounce-cut-check", "Debounce Cut?", if_("$json.cut === true"), (6, 1)),
-        Row("debounce-cut", "Debounce Cut", _rendezvous(cut), (7, 1)),
-        Row("debounce-take", "Debounce Take", set_raw(s["take"]), (8, 1)),
-        Row("debounce-take-items", "Debounce Take Items", split_out("incr"), (9, 1)),
-        Row("debounce-claim-events", "Debounce Claim Events", _rendezvous(INCR_EACH), (10, 1)),
-        Row("debounce-taken", "Debounce Taken", set_raw(s["taken"]), (11, 1)),
-        Row("debounce-any", "Debounce Any?", if_("$json.tickets.length > 0"), (12, 1)),
-        Row("debounce-read-items", "Debounce Read Items", split_out("get"), (13, 1)),
-        Row("debounce-read-events", "Debounce Read Events", redis(_read_each(), False), (14, 1)),
-        Row("debounce-burst", "Debounce Burst", set_raw(s["burst"]), (15, 1)),
-        Row("debounce-next", "Debounce Next", set_raw(s["next"]), (13, 2)),
-        Row("debounce-again", "Debounce Again?", if_("$json.next === true"), (14, 2)),
+        Row("debounce-own-cut", "Debounce Own Cut", _rendezvous(incr(s["cut_of_key"])), (7, 1)),
+        Row("debounce-owns-cut", "Debounce Owns Cut?", if_(s["owns_cut"]), (8, 1)),
+        Row("debounce-cut", "Debounce Cut", _rendezvous(incr(s["seq_key"])), (9, 1)),
+        Row("debounce-take", "Debounce Take", set_raw(s["take"]), (10, 1)),
+        Row("debounce-take-items", "Debounce Take Items", split_out("incr"), (11, 1)),
+        Row("debounce-claim-events", "Debounce Claim Events", _rendezvous(INCR_EACH), (12, 1)),
+        Row("debounce-taken", "Debounce Taken", set_raw(s["taken"]), (13, 1)),
+        Row("debounce-pass-watch", "Debounce Pass Watch", set_raw(s["pass"]), (14, 1)),
+        Row("debounce-pass", "Debounce Pass", redis(SET_STRING_EACH, True), (1, 2)),
+        Row("debounce-any", "Debounce Any?", if_(s["any"]), (2, 2)),
+        Row("debounce-read-items", "Debounce Read Items", split_out("get"), (3, 2)),
+        Row("debounce-read-events", "Debounce Read Events", redis(_read_each(), False), (4, 2)),
+        Row("debounce-burst", "Debounce Burst", set_raw(s["burst"]), (5, 2)),
+        Row("debounce-next", "Debounce Next", set_raw(s["next"]), (6, 2)),
+        Row("debounce-again", "Debounce Again?", if_("$json.next === true"), (7, 2)),
     ]
 
 
@@ -207,12 +243,16 @@ _EDGES: list[Edge] = [
         "Debounce Claim List",
         "Debounce Claim Items",
         "Debounce Claim",
+        "Debounce Read Watch",
         "Debounce Verdict",
         "Debounce Redraw?",
     ),
     ("Debounce Redraw?", 0, "Debounce Ticket Items"),
     ("Debounce Redraw?", 1, "Debounce Answer"),
-    ("Debounce Watch", 0, "Debounce Sleep"),
+    ("Debounce Waits?", 0, "Debounce Watch"),
+    ("Debounce Waits?", 1, "Debounce Takes?"),
+    *chained("Debounce Takes?", "Debounce Take Over", "Debounce Took?", "Debounce Watch"),
+    *chained("Debounce Watch", "Debounce Beacon", "Debounce Sleep"),
     *chained(
         "Debounce Sleep",
         "Debounce Read Seq",
@@ -220,20 +260,22 @@ _EDGES: list[Edge] = [
         "Debounce Decide",
         "Debounce Cut?",
     ),
-    ("Debounce Cut?", 1, "Debounce Sleep"),
-    ("Debounce Cut?", 0, "Debounce Cut"),
+    ("Debounce Cut?", 1, "Debounce Beacon"),
+    *chained("Debounce Cut?", "Debounce Own Cut", "Debounce Owns Cut?", "Debounce Cut"),
     *chained(
         "Debounce Cut",
         "Debounce Take",
         "Debounce Take Items",
         "Debounce Claim Events",
+        "Debounce Pass Watch",
+        "Debounce Pass",
         "Debounce Taken",
         "Debounce Any?",
     ),
     ("Debounce Any?", 0, "Debounce Read Items"),
     ("Debounce Any?", 1, "Debounce Next"),
     *chained("Debounce Read Items", "Debounce Read Events", "Debounce Burst"),
-    ("Debounce Again?", 0, "Debounce Sleep"),
+    ("Debounce Again?", 0, "Debounce Beacon"),
     ("Debounce Next", 0, "Debounce Again?"),
 ]
 

@@ -14,10 +14,14 @@ from n8n_lockkit.primitives.keys import (
     CLAIM_SUFFIX,
     DEBOUNCE_AFTER_SUFFIX,
     DEBOUNCE_CLAIM_SUFFIX,
+    DEBOUNCE_CUT_SUFFIX,
     DEBOUNCE_EVENT_SUFFIX,
     DEBOUNCE_PREFIX,
     DEBOUNCE_SEQ_SUFFIX,
+    DEBOUNCE_STALE_MS,
+    DEBOUNCE_TAKE_SUFFIX,
     DEBOUNCE_TTL_SECONDS,
+    DEBOUNCE_WATCH_SUFFIX,
     DEDUPE_SCOPE_PREFIX,
     DONE_PREFIX,
     FAST_SCALE,
@@ -286,5 +290,36 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "(Debounce Claim Events)",
         "those INCRs' answers",
         "who waits for the next burst: the one of the two whose INCR answers 2.",
+    ),
+    KeyKind(
+        "debounce-watch",
+        f"{_DEBOUNCE}{DEBOUNCE_WATCH_SUFFIX}",
+        "string (JSON `{s, at, first_at}`)",
+        _DEBOUNCE_TTL,
+        "the waiter of burst s at every look (Debounce Beacon); the runner of the burst before, "
+        "right after its cut (Debounce Pass Watch)",
+        "every event that does not wait (Debounce Read Watch)",
+        f"which burst is open and when its waiter last looked: older than {DEBOUNCE_STALE_MS} "
+        "ms, the next event takes the burst over.",
+    ),
+    KeyKind(
+        "debounce-take",
+        f"{_DEBOUNCE}{DEBOUNCE_TAKE_SUFFIX}<s>:<at>",
+        "string (counter)",
+        _DEBOUNCE_TTL,
+        "INCR by each event that read the same stale watch (Debounce Take Over)",
+        "those INCRs' answers",
+        "of the events that found burst s's waiter silent since `at`, the one whose INCR "
+        "answers 1 waits for it.",
+    ),
+    KeyKind(
+        "debounce-cutof",
+        f"{_DEBOUNCE}{DEBOUNCE_CUT_SUFFIX}<s>",
+        "string (counter)",
+        _DEBOUNCE_TTL,
+        "INCR by each waiter of burst s about to cut it (Debounce Own Cut)",
+        "those INCRs' answers",
+        "one cut per burst: only the waiter whose INCR answers 1 cuts (a waiter taken over "
+        "while n8n stalled ends quietly).",
     ),
 )

@@ -84,7 +84,13 @@ DEBOUNCE_SEQ_SUFFIX = ":seq"
 DEBOUNCE_EVENT_SUFFIX = ":ev:"
 DEBOUNCE_CLAIM_SUFFIX = ":claim:"
 DEBOUNCE_AFTER_SUFFIX = ":after:"
+DEBOUNCE_WATCH_SUFFIX = ":watch"
+DEBOUNCE_TAKE_SUFFIX = ":take:"
+DEBOUNCE_CUT_SUFFIX = ":cutof:"
 DEBOUNCE_TTL_SECONDS = 86400
+# A waiter writes its watch at every look (every POLL_MS at most); one not written for this long
+# is taken to be dead, and the next event of the key takes its burst over.
+DEBOUNCE_STALE_MS = 6000
 
 
 # What `release.js` gives `:hold_ms` on every release: its remaining TTL tells when that was.
@@ -107,6 +113,7 @@ CONSTANTS: dict[str, int] = {
     "stats_ttl": STATS_TTL_SECONDS,
     "hold_ttl": HOLD_TTL_SECONDS,
     "debounce_ttl": DEBOUNCE_TTL_SECONDS,
+    "debounce_stale_ms": DEBOUNCE_STALE_MS,
 }
 # A key namespace per environment (`keyPrefix:` in envs/<env>.yml, default empty, checked by
 # envconfig.check_key_prefix) goes in front of every key n8nlock writes, so that staging and
@@ -165,6 +172,9 @@ class KeySchema:
     event: ClassVar[str] = DEBOUNCE_EVENT_SUFFIX
     event_claim: ClassVar[str] = DEBOUNCE_CLAIM_SUFFIX
     after: ClassVar[str] = DEBOUNCE_AFTER_SUFFIX
+    watch: ClassVar[str] = DEBOUNCE_WATCH_SUFFIX
+    take: ClassVar[str] = DEBOUNCE_TAKE_SUFFIX
+    cut_of: ClassVar[str] = DEBOUNCE_CUT_SUFFIX
 
     @property
     def lock(self) -> str:

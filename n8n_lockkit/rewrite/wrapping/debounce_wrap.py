@@ -111,7 +111,7 @@ def wrap_debounce(body: Workflow, key: str, config: DebounceConfig) -> Workflow:
         group.add(Row("debounce-response", "Debounce Response", respond, (13, 0)))
         group.link([("Debounce Answer", 0, "Debounce Response")])
         answered = "Debounce Response"
-    group.link([(answered, 0, "Debounce Waits?"), ("Debounce Waits?", 0, "Debounce Watch")])
+    group.link([(answered, 0, "Debounce Waits?")])
     after = [n for n in group.nodes if role_of(n) in ("debounce-next", "debounce-again")]
     group.nodes = [n for n in group.nodes if n not in after]
     b.stack(Block("frame-debounce", NOTE, _text(key, config), b.add_group(group)))
