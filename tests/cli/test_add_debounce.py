@@ -163,3 +163,11 @@ def test_composing_with_a_lock_is_refused_both_ways(chat: Path, invoke: Invoke) 
     assert result.exit_code == 3, explain(result)
     assert "has a debounce" in result.stderr
     assert path(chat).read_text() == before
+
+
+def test_upgrade_keeps_a_debounce_as_it_is(chat: Path, invoke: Invoke) -> None:
+    assert debounce(invoke, chat).exit_code == 0
+    before = path(chat).read_text()
+    result = invoke("upgrade", cwd=chat)
+    assert result.exit_code == 0, explain(result)
+    assert path(chat).read_text() == before
