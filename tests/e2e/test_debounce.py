@@ -281,3 +281,39 @@ def test_n8n_stopped_6_s_twice_during_bursts_runs_every_event_exactly_once(
     position = {who: call.body["position"] for who, call in enumerate(calls)}
     in_order = [[position[w] for w in b] for b in bodies]
     assert all(p == sorted(p) for p in in_order), (bodies, position)
+
+
+def test_a_webhook_that_answers_with_its_own_respond_node_gets_the_buffered_answer(
+    lockbed: LockBed,
+) -> None:
+    key = f"debounce_respond_{uuid.uuid4().hex[:6]}"
+    workflow = body_workflow(key)
+    webhook = workflow["nodes"][0]
+    webhook["parameters"]["responseMode"] = "responseNode"
+    workflow["nodes"].append(
+        {
+            "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Respond")),
+            "name": "Respond",
+            "type": "n8n-nodes-base.respondToWebhook",
+            "typeVersion": 1.1,
+            "position": [440, 0],
+            "parameters": {"respondWith": "json", "responseBody": '={"done": true}', "options": {}},
+        }
+    )
+    workflow["connections"]["Record"] = {
+        "main": [[{"node": "Respond", "type": "main", "index": 0}]]
+    }
+    (lockbed.root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow))
+    run_cli(
+        lockbed.root, "add-debounce", "--workflow-key", key,
+        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", str(QUIET),
+    )  # fmt: skip
+    run_cli(lockbed.root, "push", "--env", "e2e", "--activate", key)
+    calls = [send(lockbed, key, "hana", who)[0] for who in range(2)]
+    for call in calls:
+        assert_buffered(call, "hana")
+    wait_until(lambda: len(runs(lockbed, key)) >= 1, 20, "the burst's body ran")
+    time.sleep(QUIET + 1)
+    assert [[i["who"] for i in b["items"]] for b in runs(lockbed, key)] == [[0, 1]]
+    statuses = {e.get("status") for e in lockbed.executions(lockbed.workflow_id(key))}
+    assert statuses == {"success"}, statuses  # the body's own Respond node does not fail it
