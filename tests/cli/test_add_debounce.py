@@ -171,3 +171,17 @@ def test_upgrade_keeps_a_debounce_as_it_is(chat: Path, invoke: Invoke) -> None:
     result = invoke("upgrade", cwd=chat)
     assert result.exit_code == 0, explain(result)
     assert path(chat).read_text() == before
+
+
+def test_a_workflow_without_settings_gets_v1_and_unwrap_takes_it_off(
+    chat: Path, invoke: Invoke
+) -> None:
+    original = json.loads(path(chat).read_text())
+    del original["settings"]
+    text = json.dumps(original, indent=2) + "\n"
+    path(chat).write_text(text)
+    assert debounce(invoke, chat).exit_code == 0
+    assert workflow(chat, "order_update")["settings"] == {"executionOrder": "v1"}
+    result = invoke("unwrap", "--workflow-key", "order_update", cwd=chat)
+    assert result.exit_code == 0, explain(result)
+    assert json.loads(path(chat).read_text()) == original

@@ -85,6 +85,15 @@ def runs(bed: LockBed, key: str) -> list[dict[str, Any]]:
     return [json.loads(e) for e in bed.redis.lrange(f"debounce-sink-{key}", 0, -1)]
 
 
+def bodies_of(bed: LockBed, key: str, chat: str) -> list[list[int]]:
+    """The `who` of each item, per body that ran with items of `chat`."""
+    return [
+        [i["who"] for i in b["items"]]
+        for b in runs(bed, key)
+        if any(i["chat"] == chat for i in b["items"])
+    ]
+
+
 def send(bed: LockBed, key: str, chat: str, who: int) -> tuple[Call, float]:
     call = bed.webhook(key, {"chat": chat, "who": who})
     return call, time.time()
@@ -178,11 +187,7 @@ def test_events_during_a_running_body_form_the_next_burst(lockbed: LockBed, chat
     assert_buffered(third, "erin")
 
     def erins() -> list[list[int]]:
-        return [
-            [i["who"] for i in b["items"]]
-            for b in runs(lockbed, chat)
-            if any(i["chat"] == "erin" for i in b["items"])
-        ]
+        return bodies_of(lockbed, chat, "erin")
 
     wait_until(lambda: len(erins()) >= 2, 20, "the second burst ran")
     time.sleep(QUIET + 1)
@@ -223,11 +228,7 @@ def test_a_burst_whose_waiter_was_stopped_runs_with_the_next_event(
     assert_buffered(second, "frank")
 
     def franks() -> list[list[int]]:
-        return [
-            [i["who"] for i in b["items"]]
-            for b in runs(lockbed, chat)
-            if any(i["chat"] == "frank" for i in b["items"])
-        ]
+        return bodies_of(lockbed, chat, "frank")
 
     wait_until(lambda: len(franks()) >= 1, 20, "the taken-over burst ran")
     time.sleep(QUIET + 1)
@@ -262,11 +263,7 @@ def test_n8n_stopped_6_s_twice_during_bursts_runs_every_event_exactly_once(
         assert_buffered(call, "gina", within=20.0)  # a call the stop held answers after it
 
     def ginas() -> list[list[int]]:
-        return [
-            [i["who"] for i in b["items"]]
-            for b in runs(lockbed, chat)
-            if any(i["chat"] == "gina" for i in b["items"])
-        ]
+        return bodies_of(lockbed, chat, "gina")
 
     wait_until(
         lambda: sorted(w for b in ginas() for w in b) == list(range(events)),
