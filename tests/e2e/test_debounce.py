@@ -314,3 +314,18 @@ def test_a_webhook_that_answers_with_its_own_respond_node_gets_the_buffered_answ
     assert [[i["who"] for i in b["items"]] for b in runs(lockbed, key)] == [[0, 1]]
     statuses = {e.get("status") for e in lockbed.executions(lockbed.workflow_id(key))}
     assert statuses == {"success"}, statuses  # the body's own Respond node does not fail it
+
+
+def test_a_key_that_never_goes_quiet_runs_a_body_within_max_wait(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_chatty", "--max-wait-seconds", "4")
+    start = time.time()
+    for who in range(8):  # one event a second: never quiet for QUIET seconds
+        call, _ = send(lockbed, key, "ivan", who)
+        assert_buffered(call, "ivan")
+        time.sleep(1.0)
+    wait_until(lambda: sorted(w for b in bodies_of(lockbed, key, "ivan") for w in b) ==
+               list(range(8)), 20, "every event ran")  # fmt: skip
+    bodies = runs(lockbed, key)
+    first = bodies[0]["t"] / 1000 - start
+    assert 3.5 <= first <= 5.5, f"the first body began {first:.2f} s after the first event"
+    assert len(bodies) >= 2, bodies
