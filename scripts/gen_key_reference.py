@@ -3,7 +3,7 @@
     .venv/bin/python -m scripts.gen_key_reference            # write it (`make docs-reference`)
     .venv/bin/python -m scripts.gen_key_reference --check    # exit 1 when it is stale
 
-The rows are `keys.KEY_KINDS`, the prefixes `keys.KeySchema.prefixes`, the numbers
+The rows are `key_kinds.KEY_KINDS`, the prefixes `keys.KeySchema.prefixes`, the numbers
 `keys.CONSTANTS` and the rate limit's own (primitives/rate.py); what formats 1 and 2 left is
 the docstring of ops/compat.py, the one module that reads it. So the key layout is described
 in this one generated page, and tests/cli/test_key_reference.py fails when it is stale.
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from n8n_lockkit.ops import compat
-from n8n_lockkit.primitives import keys, rate
+from n8n_lockkit.primitives import key_kinds, keys, rate
 from scripts.reference_page import ROOT, write_or_check
 
 REFERENCE = ROOT / "docs" / "reference" / "keys.md"
@@ -50,7 +50,7 @@ def inline(text: str) -> str:
 def summary() -> str:
     rows = "".join(
         f"| [`{kind.pattern}`](#{kind.name}) | {inline(kind.redis_type)} | {inline(kind.ttl)} |\n"
-        for kind in keys.KEY_KINDS
+        for kind in key_kinds.KEY_KINDS
     )
     return "| key | Redis type | TTL |\n|---|---|---|\n" + rows
 
@@ -67,7 +67,7 @@ commands SCAN for them, and a Redis ACL can limit a user to them: `{patterns}`, 
 """
 
 
-def section(kind: keys.KeyKind) -> str:
+def section(kind: key_kinds.KeyKind) -> str:
     fields = (
         ("Redis type", kind.redis_type),
         ("TTL", kind.ttl),
@@ -117,7 +117,7 @@ their callers, so `n8nlock push` refuses while one still holds or waits (see
 
 def render() -> str:
     """The whole page, as `make docs-reference` writes it."""
-    parts = [HEADER, summary(), prefixes(), *(section(k) for k in keys.KEY_KINDS)]
+    parts = [HEADER, summary(), prefixes(), *(section(k) for k in key_kinds.KEY_KINDS)]
     return "\n".join([*parts, numbers(), legacy()])
 
 

@@ -19,6 +19,7 @@ import click
 from n8n_lockkit import DISTRIBUTION
 from n8n_lockkit.cli.check_commands import rules_command, validate_command
 from n8n_lockkit.cli.common_options import AppContext
+from n8n_lockkit.cli.debounce_commands import add_debounce
 from n8n_lockkit.cli.ops_commands import (
     forget_command,
     locks_command,
@@ -46,6 +47,7 @@ COMMANDS = (
     add_lock_to_workflow,
     add_dedupe,
     add_rate_limit,
+    add_debounce,
     unwrap_workflow,
     validate_command,
     rules_command,

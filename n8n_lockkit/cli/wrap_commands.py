@@ -372,10 +372,10 @@ def add_rate_limit(
 @workflow_key_option
 @click.option(
     "--only",
-    type=click.Choice(("lock", "rate-limit", "dedupe")),
+    type=click.Choice(("lock", "rate-limit", "dedupe", "debounce")),
     default=None,
-    help="Take off only the lock, only the rate limits, or only the duplicate guard (the "
-    "others stay). Default: all of them.",
+    help="Take off only the lock, only the rate limits, only the duplicate guard (the "
+    "others stay), or only the debounce. Default: all of them.",
 )
 @dry_run_option
 @output_option()
@@ -383,7 +383,7 @@ def add_rate_limit(
 def unwrap_workflow(
     app: AppContext, workflow_key: str, only: str | None, dry_run: bool, fmt: str
 ) -> None:
-    """Take off what add-lock-to-workflow, add-rate-limit and add-dedupe added, notes and all.
+    """Take off what add-lock-to-workflow, add-rate-limit, add-dedupe and add-debounce added.
 
     The workflow comes back as it was before: its nodes where they were, its settings as
     they were. Running it again changes nothing.

@@ -96,6 +96,7 @@ def test_push_completes_keys_as_arguments(keyed: Path, complete: Complete) -> No
 def test_the_commands_that_read_an_env_are_the_ones_completed() -> None:
     assert {"validate", "push", "create-lock", "locks", "upgrade"} <= set(ENV_COMMANDS)
     assert _taking("--workflow-key") == [
+        "add-debounce",
         "add-dedupe",
         "add-lock-to-workflow",
         "add-rate-limit",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_lockkit.primitives import keys
+from n8n_lockkit.primitives import key_kinds, keys
 from scripts.gen_key_reference import REFERENCE, render
 
 ROOT = Path(__file__).parent.parent.parent
@@ -63,12 +63,12 @@ def test_every_key_the_schema_builds_is_one_row_of_the_reference(
     build = getattr(keys.KeySchema(namespace), builder)
     names = inspect.signature(build).parameters
     key = build(*(SAMPLES[name] for name in names))
-    rows = [k.name for k in keys.KEY_KINDS if _matcher(k.pattern, namespace).fullmatch(key)]
+    rows = [k.name for k in key_kinds.KEY_KINDS if _matcher(k.pattern, namespace).fullmatch(key)]
     assert len(rows) == 1, f"{builder} builds {key!r}, which rows {rows} of KEY_KINDS describe"
 
 
-@pytest.mark.parametrize("kind", keys.KEY_KINDS, ids=lambda k: k.name)
-def test_every_key_kind_lies_under_a_prefix_of_the_namespace(kind: keys.KeyKind) -> None:
+@pytest.mark.parametrize("kind", key_kinds.KEY_KINDS, ids=lambda k: k.name)
+def test_every_key_kind_lies_under_a_prefix_of_the_namespace(kind: key_kinds.KeyKind) -> None:
     """So the prefixes the reference gives for SCAN and ACL key patterns cover every key."""
     assert kind.pattern.startswith(keys.KeySchema("<prefix>").prefixes), kind.pattern
 

@@ -33,6 +33,7 @@ SKILL_ORDER = [
     "n8nlock-add-lock-to-workflow",
     "n8nlock-overlap-policies",
     "n8nlock-add-rate-limit",
+    "n8nlock-debounce-chat-messages",
     # validate --env fails, as push would, until push-and-credentials links the credential
     "n8nlock-push-and-credentials",
     "n8nlock-validate-in-ci",
@@ -48,6 +49,7 @@ EXPORTED = {
     "enrich": "merge_branches",
     "sync": "schedule_sync",
     "events": "webhook_on_received",
+    "chat": "if_one_branch",
 }
 FORMAT1 = Path(__file__).parent.parent / "fixtures" / "upgrade" / "format1" / "workflows"
 

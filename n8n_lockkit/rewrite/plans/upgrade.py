@@ -32,6 +32,11 @@ from n8n_lockkit.primitives.catalogue import (
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
 from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
 from n8n_lockkit.rewrite.plans.wrap_plans import parse_workflow
+from n8n_lockkit.rewrite.wrapping.debounce_wrap import (
+    read_debounce,
+    unwrap_debounce,
+    wrap_debounce,
+)
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, WrapError, wrap
@@ -129,6 +134,12 @@ def _wrapped(
     path = workspace.workflow_path(key)
     found = formats.workflow_format(workflow)
     try:
+        debounce = read_debounce(workflow)
+        if debounce is not None:  # a debounce composes with nothing else: made anew
+            after = dump_workflow(wrap_debounce(unwrap_debounce(workflow), key, debounce))
+            change = FileChange(path, text, after)
+            item = UpgradeItem(key, "wrapped", found, change.action.value, "")
+            return _Wrapped(change, item, [], None)
         lock, rate = read_configs(workflow)
         guard = read_guard(workflow)
         moved = inline and lock is not None and lock.via_subworkflow

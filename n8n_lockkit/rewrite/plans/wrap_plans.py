@@ -19,6 +19,7 @@ from n8n_lockkit.primitives.catalogue import (
 )
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.plans.debounce_plans import plan_unwrap_debounce
 from n8n_lockkit.rewrite.plans.lock_scopes import scope_in_use, static_scope
 from n8n_lockkit.rewrite.plans.options import (
     GuardOptions,
@@ -33,7 +34,8 @@ from n8n_lockkit.rewrite.plans.options import (
     setting_changes,
 )
 from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
-from n8n_lockkit.rewrite.wrapping.configs import Rates
+from n8n_lockkit.rewrite.wrapping.configs import Rates, WrapError
+from n8n_lockkit.rewrite.wrapping.debounce_wrap import read_debounce
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
@@ -111,6 +113,13 @@ class _Wrapped:
 
 def _load_wrapped(workspace: Workspace, key: str) -> _Wrapped:
     path, text, workflow = load_workflow(workspace, key)
+    if read_debounce(workflow) is not None:
+        raise WrapError(
+            f"workflow {key!r} has a debounce, and this version composes no lock, rate limit or "
+            "duplicate guard with it",
+            hint=f"take the debounce off first (`n8nlock unwrap --workflow-key {key} --only "
+            "debounce`), or put the lock in a workflow the debounced body calls",
+        )
     lock, rate = read_configs(workflow)
     return _Wrapped(path, text, lock, rate, read_guard(workflow), unwrap(workflow))
 
@@ -353,6 +362,10 @@ def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan
     rate limits, or the duplicate guard; the others stay). A workflow n8nlock never wrapped
     stays as it is."""
     path, text, workflow = load_workflow(workspace, key)
+    if only in (None, "debounce") and (debounced := plan_unwrap_debounce(workspace, key)):
+        return debounced
+    if only == "debounce":
+        return Plan((), (f"{path.name} has no debounce to take off",))
     lock, rate = read_configs(workflow)
     guard = read_guard(workflow)
     if lock is None and rate is None and guard is None:

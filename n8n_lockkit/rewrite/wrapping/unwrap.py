@@ -67,7 +67,7 @@ def _before_wrap(workflow: Workflow) -> list[str]:
     return []
 
 
-def _restore_settings(result: Workflow, before: list[str]) -> None:
+def restore_settings(result: Workflow, before: list[str]) -> None:
     """Take off what wrap put into settings: the cleanup handler, executionOrder v1."""
     settings = graph.as_dict(result.get("settings"))
     if settings.get("errorWorkflow") == HANDLER_ID:
@@ -266,5 +266,5 @@ def unwrap(workflow: Workflow) -> Workflow:
     graph.normalise(result)
     lock_shift = sum(c.shift for c in (lock, guard) if c is not None)
     graph.shift_body(result, -(rate_shift + lock_shift))
-    _restore_settings(result, _before_wrap(workflow))
+    restore_settings(result, _before_wrap(workflow))
     return result

@@ -1,0 +1,14 @@
+// The cut drew ticket c: the burst is the tickets s .. c-1. Claim each (an event that has not
+// claimed its own yet is left out and draws again), and meet event c + 1 (who waits next).
+const w = << decision >>;
+const c = Number($json[w.seq_key]);
+const tickets = [];
+for (let t = w.s; t < c; t += 1) tickets.push(t);
+return {
+  c,
+  tickets,
+  incr: [
+    ...tickets.map((t) => ({ key: `${w.base}<< keys.event_claim >>${t}`, expire: true, ttl: << debounce_ttl >> })),
+    { key: `${w.base}<< keys.after >>${c}`, expire: true, ttl: << debounce_ttl >> },
+  ],
+};

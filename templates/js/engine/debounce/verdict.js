@@ -1,0 +1,31 @@
+// Claim's answers decide the event. Claim 1: the event came before any runner took its ticket,
+// so the runner that ends the burst takes it (its INCR answers 2). Claim 2: a runner passed the
+// ticket first (left it out), so the event draws a new one. After 2: the cut just before this
+// ticket came first, so this event waits for the burst that begins with it (its runner INCRs
+// the same key and gets 1); ticket 1 begins the key's first burst. Any other event reads the
+// watch (Debounce Read Watch): a waiter silent for << debounce_stale_ms >> ms is taken to be
+// dead, and the event tries to take its burst over (Debounce Take Over).
+const ctx = << context >>;
+const stored = << stored >>;
+const got = (key) => Number(<< claimed >>.map((item) => item.json[key]).find((v) => v !== undefined));
+const claim = got(`${ctx.base}<< keys.event_claim >>${stored.ticket}`);
+const after = got(`${ctx.base}<< keys.after >>${stored.ticket - 1}`);
+if (claim !== 1) return { state: 'redraw', incr: ctx.incr };
+const now = Date.now();
+const waits = stored.ticket === 1 || after === 2;
+let watched = null;
+try {
+  watched = typeof $json.watch === 'string' ? JSON.parse($json.watch) : $json.watch;
+} catch (error) {}
+const stale = !waits && watched && Number.isFinite(Number(watched.s)) && now - Number(watched.at) > << debounce_stale_ms >>;
+const s = stale ? Number(watched.s) : stored.ticket;
+return {
+  state: waits ? 'wait' : stale ? 'take' : 'buffered',
+  answer: { buffered: true, key: ctx.key, position: stored.ticket },
+  take_key: stale ? `${ctx.base}<< keys.take >>${watched.s}:${watched.at}` : null,
+  watch: {
+    key: ctx.key, base: ctx.base, seq_key: ctx.seq_key, quiet_ms: ctx.quiet_ms, max_ms: ctx.max_ms,
+    max_items: ctx.max_items, s, first_at: stale ? Number(watched.first_at) || now : now,
+    sleep: Math.min(ctx.quiet_ms, << poll_ms >>) / 1000,
+  },
+};

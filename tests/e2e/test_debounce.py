@@ -1,0 +1,362 @@
+"""`add-debounce` in a real n8n with a real Redis: one body per burst of events on a key.
+
+The body records each run in Redis (`debounce-sink-<workflow key>`): when it ran, in which
+execution, and the bodies of the items it got. Every call answers at once with the buffered
+answer; the body runs about Q s after the last event of the burst.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+
+from n8n_lockkit.primitives import keys
+from tests.e2e.lockbed import Call, LockBed, run_cli, stop_execution, wait_until
+from tests.e2e.stalls import n8n_main_pid, stop_for
+from tests.e2e.test_lock_engine import REDIS
+
+QUIET = 2  # seconds
+
+
+def body_workflow(key: str) -> dict[str, Any]:
+    """Webhook (answers with its last node) → Record: one entry per run, with every item."""
+    record = (
+        "={{ JSON.stringify({ t: Date.now(), execution: $execution.id, "
+        "items: $input.all().map((item) => item.json.body) }) }}"
+    )
+    return {
+        "name": f"e2e debounce ({key})",
+        "nodes": [
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Webhook")),
+                "name": "Webhook",
+                "type": "n8n-nodes-base.webhook",
+                "typeVersion": 2,
+                "position": [0, 0],
+                "parameters": {
+                    "httpMethod": "POST",
+                    "path": key,
+                    "responseMode": "lastNode",
+                    "options": {},
+                },
+                "webhookId": str(uuid.uuid5(uuid.NAMESPACE_URL, key)),
+            },
+            {
+                "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Record")),
+                "name": "Record",
+                "type": "n8n-nodes-base.redis",
+                "typeVersion": 1,
+                "position": [220, 0],
+                "executeOnce": True,
+                "parameters": {
+                    "operation": "push",
+                    "list": f"debounce-sink-{key}",
+                    "messageData": record,
+                    "tail": True,
+                },
+                "credentials": REDIS,
+            },
+        ],
+        "connections": {"Webhook": {"main": [[{"node": "Record", "type": "main", "index": 0}]]}},
+        "settings": {"executionOrder": "v1"},
+    }
+
+
+def install(bed: LockBed, name: str, *flags: str) -> str:
+    key = f"{name}_{uuid.uuid4().hex[:6]}"
+    path = bed.root / "workflows" / f"{key}.template.json"
+    path.write_text(json.dumps(body_workflow(key), indent=2))
+    run_cli(
+        bed.root, "add-debounce", "--workflow-key", key,
+        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", str(QUIET), *flags,
+    )  # fmt: skip
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    return key
+
+
+def runs(bed: LockBed, key: str) -> list[dict[str, Any]]:
+    return [json.loads(e) for e in bed.redis.lrange(f"debounce-sink-{key}", 0, -1)]
+
+
+def bodies_of(bed: LockBed, key: str, chat: str) -> list[list[int]]:
+    """The `who` of each item, per body that ran with items of `chat`."""
+    return [
+        [i["who"] for i in b["items"]]
+        for b in runs(bed, key)
+        if any(i["chat"] == chat for i in b["items"])
+    ]
+
+
+def send(bed: LockBed, key: str, chat: str, who: int) -> tuple[Call, float]:
+    call = bed.webhook(key, {"chat": chat, "who": who})
+    return call, time.time()
+
+
+def assert_buffered(call: Call, chat: str, within: float = 1.0) -> None:
+    assert call.status == 200, call
+    assert isinstance(call.body, dict), call
+    assert call.body.get("buffered") is True and call.body.get("key") == chat, call.body
+    assert isinstance(call.body.get("position"), int), call.body
+    assert call.seconds < within, f"answered after {call.seconds:.2f} s"
+
+
+def _dump(bed: LockBed, key: str) -> None:
+    for execution in bed.executions(bed.workflow_id(key), with_data=True)[:3]:
+        data = execution.get("data", {}).get("resultData", {})
+        print("EXEC", execution["id"], execution.get("status"), data.get("lastNodeExecuted"))
+        print("ERROR", json.dumps(data.get("error"))[:1500])
+        for name, node_runs in data.get("runData", {}).items():
+            out = [r.get("data", {}).get("main", [[]]) for r in node_runs]
+            err = [r.get("error", {}).get("message") for r in node_runs if r.get("error")]
+            print("  NODE", name, len(node_runs), json.dumps(out)[:400], err)
+
+
+@pytest.fixture(scope="module")
+def chat(lockbed: LockBed) -> str:
+    return install(lockbed, "debounce")
+
+
+def test_three_messages_half_a_second_apart_run_one_body_quiet_seconds_after_the_last(
+    lockbed: LockBed, chat: str
+) -> None:
+    answers = []
+    for who in range(3):
+        answers.append(send(lockbed, chat, "alice", who))
+        time.sleep(0.5)
+    for call, _ in answers:
+        assert_buffered(call, "alice")
+    last = answers[-1][1]
+    try:
+        wait_until(lambda: len(runs(lockbed, chat)) >= 1, 20, "the burst's body ran")
+    except AssertionError:
+        _dump(lockbed, chat)
+        raise
+    time.sleep(QUIET + 1)  # no second body
+    bodies = runs(lockbed, chat)
+    assert len(bodies) == 1, bodies
+    assert [item["who"] for item in bodies[0]["items"]] == [0, 1, 2]
+    delay = bodies[0]["t"] / 1000 - last
+    assert QUIET - 0.5 <= delay <= QUIET + 1.5, f"the body began {delay:.2f} s after the last"
+
+
+def test_two_keys_interleaved_run_one_body_each_without_mixing(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_two")
+    for who in range(6):
+        call, _ = send(lockbed, key, "bob" if who % 2 else "carol", who)
+        assert_buffered(call, "bob" if who % 2 else "carol")
+        time.sleep(0.2)
+    wait_until(lambda: len(runs(lockbed, key)) >= 2, 20, "both bodies ran")
+    time.sleep(QUIET + 1)
+    bodies = runs(lockbed, key)
+    assert len(bodies) == 2, bodies
+    by_chat = {tuple(sorted({i["chat"] for i in b["items"]})): b["items"] for b in bodies}
+    assert [i["who"] for i in by_chat[("bob",)]] == [1, 3, 5]
+    assert [i["who"] for i in by_chat[("carol",)]] == [0, 2, 4]
+
+
+def test_n_events_run_the_body_at_once(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_full", "--max-items", "4", "--max-wait-seconds", "30")
+    start = time.time()
+    with ThreadPoolExecutor(4) as pool:
+        calls = list(pool.map(lambda who: send(lockbed, key, "dave", who), range(4)))
+    for call, _ in calls:  # four at once on a 2-core machine: allow for the queue
+        assert_buffered(call, "dave", within=2.0)
+    wait_until(lambda: len(runs(lockbed, key)) >= 1, 10, "the full burst's body ran")
+    bodies = runs(lockbed, key)
+    assert bodies[0]["t"] / 1000 - start < QUIET, "the full burst waited for quiet"
+    assert sorted(i["who"] for i in bodies[0]["items"]) == [0, 1, 2, 3]
+    time.sleep(QUIET + 1)
+    assert len(runs(lockbed, key)) == 1
+
+
+def test_events_during_a_running_body_form_the_next_burst(lockbed: LockBed, chat: str) -> None:
+    first, _ = send(lockbed, chat, "erin", 0)
+    assert_buffered(first, "erin")
+    wait_until(lambda: any(i["chat"] == "erin" for b in runs(lockbed, chat) for i in b["items"]),
+               20, "the first burst ran")  # fmt: skip
+    second, _ = send(lockbed, chat, "erin", 1)
+    third, _ = send(lockbed, chat, "erin", 2)
+    assert_buffered(second, "erin")
+    assert_buffered(third, "erin")
+
+    def erins() -> list[list[int]]:
+        return bodies_of(lockbed, chat, "erin")
+
+    wait_until(lambda: len(erins()) >= 2, 20, "the second burst ran")
+    time.sleep(QUIET + 1)
+    assert erins() == [[0], [1, 2]]
+
+
+def test_a_burst_whose_waiter_was_stopped_runs_with_the_next_event(
+    lockbed: LockBed, chat: str
+) -> None:
+    first, _ = send(lockbed, chat, "frank", 0)
+    assert_buffered(first, "frank")
+    workflow_id = lockbed.workflow_id(chat)
+
+    def waiting() -> list[str]:
+        response = requests.get(
+            f"{lockbed.n8n.base_url}/api/v1/executions",
+            params={"workflowId": workflow_id, "status": "running"},
+            headers={"X-N8N-API-KEY": lockbed.n8n.api_key},
+            timeout=30,
+        )
+        response.raise_for_status()
+        return [str(e["id"]) for e in response.json()["data"]]
+
+    try:
+        wait_until(lambda: len(waiting()) == 1, 10, "one execution waits for the burst")
+    except AssertionError:
+        print(
+            "EXECUTIONS",
+            [
+                (e["id"], e.get("status"), e.get("stoppedAt"))
+                for e in lockbed.executions(workflow_id)
+            ][:5],
+        )
+        raise
+    stop_execution(lockbed.n8n, waiting()[0])
+    time.sleep(keys.DEBOUNCE_STALE_MS / 1000 + 1)  # the dead waiter's watch goes stale
+    second, _ = send(lockbed, chat, "frank", 1)
+    assert_buffered(second, "frank", within=2.0)  # n8n is still cleaning up the stopped one
+
+    def franks() -> list[list[int]]:
+        return bodies_of(lockbed, chat, "frank")
+
+    wait_until(lambda: len(franks()) >= 1, 20, "the taken-over burst ran")
+    time.sleep(QUIET + 1)
+    assert franks() == [[0, 1]]
+
+
+def test_n8n_stopped_6_s_twice_during_bursts_runs_every_event_exactly_once(
+    lockbed: LockBed, chat: str
+) -> None:
+    try:
+        pid = n8n_main_pid(lockbed.n8n)
+    except LookupError:
+        pytest.skip("no local n8n process to stop")
+    events = 12
+
+    def sender() -> list[Call]:
+        with ThreadPoolExecutor(events) as pool:
+            futures = []
+            for who in range(events):
+                futures.append(pool.submit(send, lockbed, chat, "gina", who))
+                time.sleep(0.4)
+            return [f.result()[0] for f in futures]
+
+    with ThreadPoolExecutor(1) as background:
+        sent = background.submit(sender)
+        time.sleep(1)
+        stop_for(pid, 6)
+        time.sleep(1)
+        stop_for(pid, 6)
+        calls = sent.result()
+    for call in calls:
+        assert_buffered(call, "gina", within=20.0)  # a call the stop held answers after it
+
+    def ginas() -> list[list[int]]:
+        return bodies_of(lockbed, chat, "gina")
+
+    wait_until(
+        lambda: sorted(w for b in ginas() for w in b) == list(range(events)),
+        60,
+        "every event ran",
+    )
+    time.sleep(QUIET + 2)
+    bodies = ginas()
+    assert sorted(w for b in bodies for w in b) == list(range(events)), bodies
+    # In arrival order: calls the stop held reach n8n in any order when it continues, so the
+    # order is their tickets' (the answers' positions), not the order they were sent in.
+    position = {who: call.body["position"] for who, call in enumerate(calls)}
+    in_order = [[position[w] for w in b] for b in bodies]
+    assert all(p == sorted(p) for p in in_order), (bodies, position)
+
+
+def test_a_webhook_that_answers_with_its_own_respond_node_gets_the_buffered_answer(
+    lockbed: LockBed,
+) -> None:
+    key = f"debounce_respond_{uuid.uuid4().hex[:6]}"
+    workflow = body_workflow(key)
+    webhook = workflow["nodes"][0]
+    webhook["parameters"]["responseMode"] = "responseNode"
+    workflow["nodes"].append(
+        {
+            "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Respond")),
+            "name": "Respond",
+            "type": "n8n-nodes-base.respondToWebhook",
+            "typeVersion": 1.1,
+            "position": [440, 0],
+            "parameters": {"respondWith": "json", "responseBody": '={"done": true}', "options": {}},
+        }
+    )
+    workflow["connections"]["Record"] = {
+        "main": [[{"node": "Respond", "type": "main", "index": 0}]]
+    }
+    (lockbed.root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow))
+    run_cli(
+        lockbed.root, "add-debounce", "--workflow-key", key,
+        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", str(QUIET),
+    )  # fmt: skip
+    run_cli(lockbed.root, "push", "--env", "e2e", "--activate", key)
+    calls = [send(lockbed, key, "hana", who)[0] for who in range(2)]
+    for call in calls:
+        assert_buffered(call, "hana")
+    wait_until(lambda: len(runs(lockbed, key)) >= 1, 20, "the burst's body ran")
+    time.sleep(QUIET + 1)
+    assert [[i["who"] for i in b["items"]] for b in runs(lockbed, key)] == [[0, 1]]
+    statuses = {e.get("status") for e in lockbed.executions(lockbed.workflow_id(key))}
+    assert statuses == {"success"}, statuses  # the body's own Respond node does not fail it
+
+
+def test_a_key_that_never_goes_quiet_runs_a_body_within_max_wait(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_chatty", "--max-wait-seconds", "4")
+    start = time.time()
+    for who in range(8):  # one event a second: never quiet for QUIET seconds
+        call, _ = send(lockbed, key, "ivan", who)
+        assert_buffered(call, "ivan")
+        time.sleep(1.0)
+    wait_until(lambda: sorted(w for b in bodies_of(lockbed, key, "ivan") for w in b) ==
+               list(range(8)), 20, "every event ran")  # fmt: skip
+    bodies = runs(lockbed, key)
+    first = bodies[0]["t"] / 1000 - start
+    assert 3.5 <= first <= 5.5, f"the first body began {first:.2f} s after the first event"
+    assert len(bodies) >= 2, bodies
+
+
+def test_bursts_on_four_keys_run_exactly_the_expected_bodies(lockbed: LockBed) -> None:
+    key = install(lockbed, "debounce_many")
+    chats = [f"k{n}" for n in range(4)]
+
+    def burst(chat: str, first: int) -> list[tuple[Call, float]]:
+        calls = []
+        for who in range(first, first + 3):  # gaps inside a burst: Q/6 after each answer
+            calls.append(send(lockbed, key, chat, who))
+            time.sleep(QUIET / 6)
+        return calls
+
+    send(lockbed, key, "warm-up", -1)  # n8n's first executions of a workflow are slow
+    time.sleep(QUIET + 1)
+    with ThreadPoolExecutor(len(chats)) as pool:
+        for first in (0, 3):  # two bursts per key, 3 Q apart
+            for chat, calls in zip(chats, pool.map(burst, chats, [first] * 4), strict=True):
+                for call, _ in calls:
+                    assert_buffered(call, chat, within=2.0)
+                gaps = [b[1] - a[1] for a, b in itertools.pairwise(calls)]
+                assert max(gaps) < QUIET, f"{chat}: events {gaps} s apart are no burst"
+            time.sleep(3 * QUIET)
+    wait_until(lambda: len(runs(lockbed, key)) >= 2 * len(chats) + 1, 20, "every burst ran")
+    time.sleep(QUIET + 1)
+    bodies = [b for b in runs(lockbed, key) if b["items"][0]["chat"] != "warm-up"]
+    assert len(bodies) == 2 * len(chats), bodies
+    for chat in chats:
+        assert bodies_of(lockbed, key, chat) == [[0, 1, 2], [3, 4, 5]]
+    assert all(len({i["chat"] for i in b["items"]}) == 1 for b in bodies), "a body mixed keys"
