@@ -30,7 +30,7 @@ import requests
 
 from bench.harness.executions import listing, workflow_ids
 from bench.harness.session import Bed, running_bed
-from bench.harness.workspace import cli, prepare, push, wrap_args, write_template
+from bench.harness.workspace import cli, prepare, push, wrap_args
 from tests.e2e.test_parking import responding_workflow
 
 RESULTS = Path(__file__).parent / "results"
@@ -58,7 +58,8 @@ def install(bed: Bed, tag: str) -> dict[str, tuple[str, str]]:
     cli(root, "create-lock", "--force-overwrite")
     keys = {design: f"line_{design}_{tag}" for design in DESIGNS}
     for design, key in keys.items():
-        write_template(root, responding_workflow(key))
+        workflow = responding_workflow(key)
+        (root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow))
         cli(root, *wrap_args(key), *DESIGNS[design])
     push(root)
     ids = workflow_ids(root)

@@ -150,7 +150,7 @@ def test_json_gives_the_settings_the_workflow_has_now_and_what_changed(
         "lock": {
             "scope": "orders", "ttl_seconds": 3600, "max_wait_seconds": 86400,
             "on_busy": "skip", "max_concurrent": 2, "lock_on_error": False,
-            "renew_before": [], "via_subworkflow": False,
+            "renew_before": [], "via_subworkflow": False, "park": False,
         },
         "dedupe": None,
         "rate_limits": [],
