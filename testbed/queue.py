@@ -124,8 +124,11 @@ def start_queue_cluster(
     main, base_url = start_n8n(stack, install, main_dir, progress, extra_env=shared)
     cluster = QueueCluster(base_url=base_url, main=main, bull=bull, postgres=postgres, stack=stack)
     watch = Stopwatch()
+    # Workers build `$execution.resumeUrl` from WEBHOOK_URL (else their own N8N_PORT): main's,
+    # as n8n's queue-mode docs set it on every process, so that a resume reaches main.
+    webhooks = {**shared, "WEBHOOK_URL": f"{base_url}/"}
     for index in range(1, WORKER_COUNT + 1):
-        worker = _worker(install, workdir / f"worker-{index}", f"worker-{index}", shared)
+        worker = _worker(install, workdir / f"worker-{index}", f"worker-{index}", webhooks)
         worker.start(stack)
         cluster.workers.append(worker)
     for worker in cluster.workers:

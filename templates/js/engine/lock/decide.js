@@ -22,7 +22,11 @@ const asked = << decided >> ? << decision >> : null;
 if (asked !== null && asked.state === 'wake') {
   const answer = << woke >>.isExecuted ? << woke >>.first().json : {};
   const status = Number(answer.statusCode);
-  const refusals = status === 409 ? (asked.then.refusals ?? 0) + 1 : 0;
+  // No answer at all: a timeout is a resume on its way (n8n answers once the run has a slot);
+  // any other error (the resume URL does not reach n8n: docs/parking.md) counts as a refusal.
+  const error = answer.error === undefined || answer.error === null ? '' : JSON.stringify(answer.error);
+  const unreached = error !== '' && !/time(d)?\s*out|ETIMEDOUT|ESOCKETTIMEDOUT/i.test(error);
+  const refusals = status === 409 || unreached ? (asked.then.refusals ?? 0) + 1 : 0;
   if (status === 404 || refusals >= << park_refusals >>) {
     const dead = { refusals: 0, dead_listings: [...(asked.then.dead_listings ?? []), asked.wake.ticket] };
     if (asked.then.state !== 'enter') return { ...asked.then, ...dead };

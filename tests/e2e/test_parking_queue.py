@@ -1,0 +1,115 @@
+"""Parking in n8n's queue mode (issue 33): main, two workers, PostgreSQL (the session's bed).
+
+A parked waiter's job ends at the park and its resume is a new job, possibly on the other
+worker. What holds: a Schedule-triggered line parks and runs one body at a time, in ticket
+order, every run served. What n8n does to a webhook caller whose execution parks there (the
+documented reason `validate` refuses `--park` behind such a webhook in a queue-mode env): it
+answers at once, with an empty 200, before the caller's body has run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from n8n_lockkit.workspace.envconfig import load_env
+from n8n_lockkit.workspace.layout import Workspace
+from testbed.settings import topology
+from tests.e2e.lockbed import LockBed, run_cli, tickets_drawn, wait_until
+from tests.e2e.stalls import sink_bodies
+from tests.e2e.test_lock_engine import most_at_once
+from tests.e2e.test_parking import responding_workflow, scheduled_workflow
+
+pytestmark = pytest.mark.skipif(topology() != "queue", reason="n8n's queue mode only")
+
+SCHEDULE_FOR_S = 14
+
+
+def _workflow_id(bed: LockBed, key: str) -> str:
+    return str(load_env(Workspace(bed.root), "e2e").data["workflows"][key]["id"])
+
+
+def _lock(bed: LockBed, key: str, scope: str) -> None:
+    run_cli(
+        bed.root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
+        "--ttl-seconds", "60", "--max-wait-seconds", "300", "--park",
+    )  # fmt: skip
+
+
+def test_a_parked_scheduled_line_runs_one_body_at_a_time_across_workers(lockbed: LockBed) -> None:
+    bed = lockbed
+    tag = uuid.uuid4().hex[:6]
+    key, scope = f"qsched_{tag}", f"qsched-{tag}"
+    (bed.root / "workflows" / f"{key}.template.json").write_text(
+        json.dumps(scheduled_workflow(key, scope))
+    )
+    _lock(bed, key, scope)
+    run_cli(bed.root, "validate", "--env", "e2e")
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    try:
+        time.sleep(SCHEDULE_FOR_S)
+    finally:
+        response = requests.post(
+            f"{bed.n8n.base_url}/api/v1/workflows/{_workflow_id(bed, key)}/deactivate",
+            headers={"X-N8N-API-KEY": bed.n8n.api_key},
+            timeout=30,
+        )
+        response.raise_for_status()
+
+    def served() -> bool:
+        bodies = sink_bodies(bed.redis, scope)
+        drawn = tickets_drawn(bed.redis, scope)
+        return drawn > 0 and len(bodies) == drawn and all(b.end is not None for b in bodies)
+
+    wait_until(served, 120, f"every run that drew a ticket for {scope} ran its body")
+    bodies = sink_bodies(bed.redis, scope)
+    assert len(bodies) >= 8, f"only {len(bodies)} scheduled runs: no line built up"
+    assert most_at_once([(b.start, b.end) for b in bodies if b.end is not None]) == 1
+    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
+    tickets = [int(e["ticket"]) for e in events if e["event"] == "start"]
+    assert tickets == sorted(tickets), f"out of ticket order: {tickets}"
+    parked = [k for k in bed.redis.scan_iter(match=f"n8n-lock-{scope}:park:*")]
+    assert parked, "no waiter listed itself to park: the line never parked"
+
+
+def test_a_webhook_caller_whose_execution_parks_gets_an_empty_200_at_once(
+    lockbed: LockBed,
+) -> None:
+    """What docs/parking.md and the park-webhook-queue-mode rule say: in queue mode n8n answers
+    a `responseNode` caller when the job ends at the park, with nothing, before its body ran."""
+    bed = lockbed
+    tag = uuid.uuid4().hex[:6]
+    key, scope = f"qhook_{tag}", f"qhook-{tag}"
+    (bed.root / "workflows" / f"{key}.template.json").write_text(
+        json.dumps(responding_workflow(key))
+    )
+    _lock(bed, key, scope)
+    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+
+    def call(who: int) -> tuple[int, str, float]:
+        start = time.monotonic()
+        response = requests.post(
+            f"{bed.n8n.base_url}/webhook/{key}",
+            json={"scope": scope, "who": who, "hold_ms": 3000},
+            timeout=120,
+        )
+        return response.status_code, response.text, time.monotonic() - start
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = []
+        for who in range(4):
+            answers.append(pool.submit(call, who))
+            time.sleep(0.3)
+        results = [a.result() for a in answers]
+    first_status, first_text, _ = results[0]
+    assert first_status == 200 and json.loads(first_text) == {"who": 0}
+    early = [(who, r) for who, r in enumerate(results) if r[0] == 200 and r[1].strip() == ""]
+    assert early, f"no caller was answered empty at its park: {results}"
+    for who, (_, _, seconds) in early:
+        assert seconds < 3.0, f"caller {who} got its empty answer after {seconds:.1f} s"
+    wait_until(lambda: len(sink_bodies(bed.redis, scope)) == 4, 60, "every body ran")
