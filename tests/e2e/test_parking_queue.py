@@ -13,12 +13,14 @@ import json
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 import requests
 
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
+from testbed.client import saved_executions
 from testbed.settings import topology
 from tests.e2e.lockbed import LockBed, run_cli, tickets_drawn, wait_until
 from tests.e2e.stalls import sink_bodies
@@ -32,6 +34,10 @@ SCHEDULE_FOR_S = 14
 
 def _workflow_id(bed: LockBed, key: str) -> str:
     return str(load_env(Workspace(bed.root), "e2e").data["workflows"][key]["id"])
+
+
+def _run_data(run: dict[str, Any]) -> dict[str, Any]:
+    return dict(((run.get("data") or {}).get("resultData") or {}).get("runData") or {})
 
 
 def _lock(bed: LockBed, key: str, scope: str) -> None:
@@ -73,8 +79,9 @@ def test_a_parked_scheduled_line_runs_one_body_at_a_time_across_workers(lockbed:
     events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
     tickets = [int(e["ticket"]) for e in events if e["event"] == "start"]
     assert tickets == sorted(tickets), f"out of ticket order: {tickets}"
-    parked = [k for k in bed.redis.scan_iter(match=f"n8n-lock-{scope}:park:*")]
-    assert parked, "no waiter listed itself to park: the line never parked"
+    runs = saved_executions(bed.n8n, _workflow_id(bed, key))
+    parked = [r["id"] for r in runs if "Lock Park" in _run_data(r)]
+    assert parked, f"none of {len(runs)} runs parked: the line never parked"
 
 
 def test_a_webhook_caller_whose_execution_parks_gets_an_empty_200_at_once(
