@@ -1,0 +1,213 @@
+"""Answer a "last node" webhook with a Respond to Webhook node of ours, and give it back.
+
+A wrap that parks its waiters (a Wait "On Webhook Call") cannot keep a `lastNode` webhook: n8n
+answers such a caller at once, with the Wait's items, when its execution parks. A
+`responseNode` caller is answered by the Respond to Webhook node that runs, after the park. So
+`respond_by_node` turns the webhook into `responseNode` and adds Lock Respond where every path
+of the (wrapped) workflow ends, made to answer what n8n answers for `lastNode`
+(`webhooks/webhook-helpers.ts`, `webhook-last-node-response-extractor.ts`):
+
+- status: the webhook's response code (a top-level `responseCode`, else
+  `options.responseCode`, else 200);
+- headers: `options.responseHeaders`, and `options.responseContentType` as content-type for
+  "first entry JSON";
+- body, by `responseData`: "firstEntryJson" (the default) the first item's JSON of the last
+  node's first output; "allEntries" the JSON of all its items, as a list; "noData" none.
+
+What has no exact equivalent is refused: "firstEntryBinary", `responsePropertyName`, and
+expressions in these options (the webhook evaluates them at the request, Lock Respond at the
+end). The webhook's parameters as they were are noted on Lock Respond, so that `restore`
+(`unwrap`) gives them back byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from n8n_lockkit.primitives import nodekit
+from n8n_lockkit.rewrite.canvas import placement
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.graphs.graph import Node, Workflow
+from n8n_lockkit.rewrite.wrapping.builder import STEP
+from n8n_lockkit.rewrite.wrapping.configs import WrapError
+from n8n_lockkit.rewrite.wrapping.nodes import owned, role_of
+
+ROLE = "lock-respond"
+NAME = "Lock Respond"
+WEBHOOK = "n8n-nodes-base.webhook"
+RESPOND = "n8n-nodes-base.respondToWebhook"
+STOP = "n8n-nodes-base.stopAndError"  # fails the execution: both modes answer 500 then
+BEFORE_MARK = "\nwebhook before n8nlock: "
+RESPOND_WITH = {
+    "firstEntryJson": "firstIncomingItem",
+    "allEntries": "allIncomingItems",
+    "noData": "noData",
+}
+# The webhook options that only `lastNode` (and `onReceived`) read; Lock Respond answers them.
+ANSWER_OPTIONS = (
+    "responseCode",
+    "responseHeaders",
+    "responseContentType",
+    "responsePropertyName",
+    "responseBinaryPropertyName",
+)
+KEEP_LAST_NODE = "keep the workflow's waiters awake (do not park it)"
+
+
+def _refuse(trigger: str, what: str, hint: str = "") -> WrapError:
+    return WrapError(
+        f"webhook {trigger!r}: {what}, which a Respond to Webhook node cannot answer exactly as "
+        "'last node' does",
+        hint=hint
+        or f"answer with a Respond to Webhook node of your own (Respond: 'Using Respond to "
+        f"Webhook Node'), or {KEEP_LAST_NODE}",
+    )
+
+
+def _is_expression(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("=")
+
+
+def _status(trigger: str, parameters: dict[str, Any]) -> object:
+    """The response code n8n's Webhook node gives (its `getResponseCode`)."""
+    options = graph.as_dict(parameters.get("options"))
+    code: object = parameters.get("responseCode") or options.get("responseCode") or 200
+    if isinstance(code, dict):  # v2: {"values": {"responseCode": 200 | "customCode", …}}
+        values = graph.as_dict(code.get("values"))
+        code = values.get("responseCode", 200)
+        # n8n drops customCode unless "Custom Code" is chosen (its displayOptions)
+        if code == "customCode":
+            code = values.get("customCode")
+    if _is_expression(code) or not isinstance(code, int) or isinstance(code, bool):
+        raise _refuse(trigger, f"its response code is {code!r}")
+    return code
+
+
+def _headers(trigger: str, options: dict[str, Any], data: str) -> list[dict[str, Any]]:
+    entries = [
+        dict(e) for e in graph.as_list(graph.as_dict(options.get("responseHeaders")).get("entries"))
+    ]
+    content_type = options.get("responseContentType")
+    if content_type and data == "firstEntryJson":  # n8n sets it over a header of that name
+        entries.append({"name": "content-type", "value": content_type})
+    for entry in entries:
+        if _is_expression(entry.get("name")) or _is_expression(entry.get("value")):
+            raise _refuse(trigger, f"its response header {entry.get('name')!r} is an expression")
+    return entries
+
+
+def answer(trigger: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """The Respond to Webhook parameters that answer what the `lastNode` webhook answers."""
+    data = parameters.get("responseData", "firstEntryJson")
+    options = graph.as_dict(parameters.get("options"))
+    if data == "firstEntryBinary":
+        raise _refuse(trigger, "it answers with binary data (responseData firstEntryBinary)")
+    if data not in RESPOND_WITH:
+        raise _refuse(trigger, f"its response data is {data!r}")
+    if options.get("responsePropertyName") and data == "firstEntryJson":
+        raise _refuse(trigger, "it answers with one property of the item (responsePropertyName)")
+    answered: dict[str, Any] = {}
+    status = _status(trigger, parameters)
+    if status != 200:
+        answered["responseCode"] = status
+    headers = _headers(trigger, options, str(data))
+    if headers:
+        answered["responseHeaders"] = {"entries": headers}
+    return {"respondWith": RESPOND_WITH[str(data)], "options": answered}
+
+
+def _responding(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The webhook's parameters as `responseNode`: its answer options go to Lock Respond."""
+    result = {
+        k: copy.deepcopy(v)
+        for k, v in parameters.items()
+        if k not in ("responseData", "responseCode")
+    }
+    result["responseMode"] = "responseNode"
+    if isinstance(result.get("options"), dict):
+        result["options"] = {k: v for k, v in result["options"].items() if k not in ANSWER_OPTIONS}
+    return result
+
+
+def _ends(workflow: Workflow, trigger: str) -> list[str]:
+    """The nodes where the trigger's paths end (but fail): 'last node' answers with their
+    first output's items, so Lock Respond hangs off that output of each."""
+    by_name = {n["name"]: n for n in graph.nodes(workflow)}
+    ends: list[str] = []
+    for name, output in graph.terminal_outputs(workflow, [trigger]):
+        if by_name[name].get("type") == STOP or (name == NAME and role_of(by_name[name]) == ROLE):
+            continue
+        if output != 0:
+            raise _refuse(
+                trigger,
+                f"a path can end at output {output + 1} of {name!r} (last node answers with the "
+                "first output's items)",
+                hint=f"connect that output of {name!r} to a node, or {KEEP_LAST_NODE}",
+            )
+        ends.append(name)
+    if not ends:
+        raise _refuse(trigger, "no path of it ends without failing", hint=KEEP_LAST_NODE)
+    return list(dict.fromkeys(ends))
+
+
+def _webhook(workflow: Workflow, trigger: str) -> Node:
+    node = next((n for n in graph.nodes(workflow) if n["name"] == trigger), None)
+    if node is None or node.get("type") != WEBHOOK:
+        raise WrapError(
+            f"{trigger!r} is not a Webhook node of the workflow",
+            hint="name the workflow's Webhook trigger",
+        )
+    return node
+
+
+def last_node_webhooks(workflow: Workflow, triggers: list[str]) -> list[str]:
+    """Of `triggers`, the Webhook nodes that answer with their last node, once each."""
+    return [
+        str(n["name"])
+        for n in graph.nodes(workflow)
+        if n["name"] in triggers
+        and n.get("type") == WEBHOOK
+        and graph.as_dict(n.get("parameters")).get("responseMode") == "lastNode"
+    ]
+
+
+def respond_by_node(workflow: Workflow, trigger: str, key: str) -> Workflow:
+    """The workflow (a new dict) with webhook `trigger` answered by Lock Respond instead of
+    'last node'. A webhook that does not answer with its last node is left as it is, and so
+    is one already answered by Lock Respond (running it twice changes nothing)."""
+    result = copy.deepcopy(workflow)
+    graph.normalise(result)
+    webhook = _webhook(result, trigger)
+    parameters = graph.as_dict(webhook.get("parameters"))
+    if parameters.get("responseMode") != "lastNode":
+        return result
+    respond_with = answer(trigger, parameters)
+    ends = _ends(result, trigger)
+    x = max(int(n["position"][0]) for n in graph.nodes(result) if n["name"] in ends) + STEP
+    y = int(next(n for n in graph.nodes(result) if n["name"] == ends[0])["position"][1])
+    node = owned(key, ROLE, NAME, RESPOND, 1.1, placement.free_spot(result, [x, y]), respond_with)
+    node["notes"] += BEFORE_MARK + json.dumps({"node": trigger, "parameters": parameters})
+    if any(n["name"] == NAME for n in graph.nodes(result)):
+        raise WrapError(
+            f"the workflow already has a node named {NAME!r}",
+            hint="rename that node; n8nlock reserves the name",
+        )
+    result["nodes"].append(node)
+    for end in ends:
+        nodekit.connect(result["connections"], end, 0, NAME)
+    webhook["parameters"] = _responding(parameters)
+    return result
+
+
+def restore(workflow: Workflow) -> None:
+    """Give the webhooks Lock Respond answers their parameters back (in place; unwrap takes
+    the node itself off with the rest of n8nlock's nodes)."""
+    for node in graph.nodes(workflow):
+        notes = str(node.get("notes", ""))
+        if role_of(node) != ROLE or BEFORE_MARK not in notes:
+            continue
+        before = json.loads(notes.split(BEFORE_MARK, 1)[1])
+        webhook = next(n for n in graph.nodes(workflow) if n["name"] == before["node"])
+        webhook["parameters"] = before["parameters"]
