@@ -18,6 +18,10 @@ What has no exact equivalent is refused: "firstEntryBinary", `responsePropertyNa
 expressions in these options (the webhook evaluates them at the request, Lock Respond at the
 end). The webhook's parameters as they were are noted on Lock Respond, so that `restore`
 (`unwrap`) gives them back byte for byte.
+
+Not the same at run time (measured, tests/e2e/test_respond_by_node.py): a last node with no
+items (Lock Respond does not run; n8n answers an empty 200), and on n8n 1.x a failed execution
+(n8n 1.x answers a responseNode call with an empty 200 when its execution ends, failed or not).
 """
 
 from __future__ import annotations
