@@ -13,6 +13,7 @@ import pytest
 from n8n_lockkit.check.validate import check_workflow
 from n8n_lockkit.errors import ExitCode
 from n8n_lockkit.primitives.render import dump_workflow
+from n8n_lockkit.rewrite.canvas.geometry import node_boxes, note_boxes, overlaps
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.wrapping import respond
 from n8n_lockkit.rewrite.wrapping.unwrap import unwrap
@@ -173,6 +174,25 @@ def test_what_has_no_exact_equivalent_is_refused(answer: dict[str, Any], says: s
     assert refused.value.exit_code == ExitCode.INPUT
 
 
+def test_several_ends_of_the_users_own_are_refused_without_the_locks_join() -> None:
+    body = load("multi_method_webhook")
+    rate = RateLimitConfig("r", 5, 60)
+    with pytest.raises(WrapError, match="several nodes") as refused:
+        wrap(body, "multi", None, rate, respond_by_node=True)
+    assert refused.value.hint and "wrap it with a lock" in refused.value.hint
+    wrapped = wrap(body, "multi", LOCK, rate, respond_by_node=True)
+    assert node(wrapped, "Lock Respond")
+
+
 def test_a_name_that_is_not_a_webhook_is_refused() -> None:
     with pytest.raises(WrapError, match="not a Webhook node"):
         respond.respond_by_node(load("order_update"), "Mark Start", "orders")
+
+
+@pytest.mark.parametrize("name", ["order_update", "merge_branches", "multi_method_webhook"])
+def test_lock_respond_sits_in_its_own_note_and_overlaps_nothing(name: str) -> None:
+    workflow = wrap(load(name), name, LOCK, None, respond_by_node=True)
+    boxes, notes = node_boxes(workflow), note_boxes(workflow)
+    assert overlaps(boxes) == []
+    assert [pair for pair in overlaps(notes) if respond.FRAME_NAME in pair] == []
+    assert notes[respond.FRAME_NAME].contains(boxes["Lock Respond"])

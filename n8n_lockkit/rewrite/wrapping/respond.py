@@ -40,6 +40,12 @@ from n8n_lockkit.rewrite.wrapping.nodes import owned, role_of
 
 ROLE = "lock-respond"
 NAME = "Lock Respond"
+FRAME_ROLE = "frame-respond"
+FRAME_NAME = "n8nlock · Lock Respond"
+FRAME_TEXT = (
+    "## Lock Respond\nAnswers the webhook as 'last node' did, after the lock's release. "
+    "**Remove**: `n8nlock unwrap`."
+)
 WEBHOOK = "n8n-nodes-base.webhook"
 RESPOND = "n8n-nodes-base.respondToWebhook"
 STOP = "n8n-nodes-base.stopAndError"  # fails the execution: both modes answer 500 then
@@ -153,6 +159,16 @@ def _ends(workflow: Workflow, trigger: str) -> list[str]:
         ends.append(name)
     if not ends:
         raise _refuse(trigger, "no path of it ends without failing", hint=KEEP_LAST_NODE)
+    # n8nlock's own ends (Lock Output, Lock Skipped, Rate Limit Denied) never run in one
+    # execution together; two of the user's can, and 'last node' answers the one that ran last.
+    users = list(dict.fromkeys(e for e in ends if not role_of(by_name[e])))
+    if len(users) > 1:
+        raise _refuse(
+            trigger,
+            f"its paths end at several nodes ({', '.join(map(repr, users))}) and it answers "
+            "with the one that ends last",
+            hint=f"wrap it with a lock (Lock Output joins the ends), or {KEEP_LAST_NODE}",
+        )
     return list(dict.fromkeys(ends))
 
 
@@ -193,12 +209,15 @@ def respond_by_node(workflow: Workflow, trigger: str, key: str) -> Workflow:
     y = int(next(n for n in graph.nodes(result) if n["name"] == ends[0])["position"][1])
     node = owned(key, ROLE, NAME, RESPOND, 1.1, placement.free_spot(result, [x, y]), respond_with)
     node["notes"] += BEFORE_MARK + json.dumps({"node": trigger, "parameters": parameters})
-    if any(n["name"] == NAME for n in graph.nodes(result)):
+    taken = [n["name"] for n in graph.nodes(result) if n["name"] in (NAME, FRAME_NAME)]
+    if taken:
         raise WrapError(
-            f"the workflow already has a node named {NAME!r}",
+            f"the workflow already has a node named {taken[0]!r}",
             hint="rename that node; n8nlock reserves the name",
         )
     result["nodes"].append(node)
+    frame = placement.note(key, FRAME_ROLE, FRAME_NAME, FRAME_TEXT, placement.extent([node]))
+    result["nodes"].append(frame)
     for end in ends:
         nodekit.connect(result["connections"], end, 0, NAME)
     webhook["parameters"] = _responding(parameters)
