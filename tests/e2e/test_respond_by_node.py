@@ -52,7 +52,20 @@ CASES: dict[str, tuple[float, dict[str, Any]]] = {
     "no_data": (2, {"responseData": "noData", "options": {"responseHeaders": HEADERS}}),
     "v1_code": (1, {"responseCode": 202, "options": {"responseHeaders": HEADERS}}),
     "no_items_first_entry": (2, {"options": {"responseHeaders": HEADERS}}),
-    "no_items_all_entries": (2, {"responseData": "allEntries", "options": {}}),
+    "no_items_all_entries": (
+        2,
+        {"responseData": "allEntries", "options": {"responseHeaders": HEADERS}},
+    ),
+    "no_items_no_data": (
+        2,
+        {
+            "responseData": "noData",
+            "options": {
+                "responseCode": {"values": {"responseCode": 202}},
+                "responseHeaders": HEADERS,
+            },
+        },
+    ),
     "body_fails": (2, {"options": {}}),
 }
 BODY = (
@@ -63,17 +76,18 @@ BODY = (
 BODIES = {
     "no_items_first_entry": "return [];",
     "no_items_all_entries": "return [];",
+    "no_items_no_data": "return [];",
     "body_fails": "throw new Error('e2e: failing on purpose');",
 }
 
 # Where Lock Respond does not answer as 'last node' (measured on 2.41.1 and 1.123.81):
-# - a body whose last node outputs no items: Lock Respond does not run (n8n runs no node on an
-#   empty input), and n8n ends a responseNode call with an empty 200 without the headers, where
-#   'last node' answers [] (allEntries) or 500 "No item to return was found" (firstEntryJson);
+# - "first entry" of a body whose last node outputs no items: Lock Respond does not run (n8n
+#   runs no node on an empty input), and n8n ends a responseNode call with an empty 200 without
+#   the headers, where 'last node' answers 500 "No item to return was found" (with n8n's stack);
 # - on 1.x, a failed execution: n8n 1.x answers a responseNode call when its execution ends,
 #   with an empty 200, before it looks for an error ('last node': 500 "Error in workflow").
 EMPTY_200 = (200, "application/json; charset=utf-8 ", b"")
-NOT_THE_SAME = {"no_items_first_entry": EMPTY_200, "no_items_all_entries": EMPTY_200}
+NOT_THE_SAME = {"no_items_first_entry": EMPTY_200}
 NOT_THE_SAME_ON_1X = {"body_fails": EMPTY_200}
 
 

@@ -89,19 +89,57 @@ def test_each_response_data_option_matches_golden(option: str, update_goldens: b
 def test_lock_respond_answers_what_last_node_answers(
     answer: dict[str, Any], respond_with: str, options: dict[str, Any]
 ) -> None:
-    wrapped = wrap(order_update(**answer), "orders", LOCK, None, respond_by_node=True)
-    parameters = node(wrapped, "Lock Respond")["parameters"]
+    body = order_update(**answer)
+    parameters = respond.answer("Webhook", node(body, "Webhook")["parameters"])
     assert parameters == {"respondWith": respond_with, "options": options}
+    wrapped = wrap(body, "orders", LOCK, None, respond_by_node=True)
     webhook = node(wrapped, "Webhook")["parameters"]
     assert webhook["responseMode"] == "responseNode"
     assert "responseData" not in webhook and "responseCode" not in webhook
     assert webhook["options"] == {}
-    # Every path that ends without failing ends in Lock Respond; the failing ones stay ends.
-    ends = graph.terminal_outputs(wrapped, ["Webhook"])
-    assert {node(wrapped, n)["type"] for n, _ in ends} == {
-        respond.RESPOND,
-        "n8n-nodes-base.stopAndError",
-    }
+    # Every path that ends without failing ends in Lock Respond (after Lock Output, or after
+    # the release beside it); the failing ones stay ends.
+    ends = {n for n, _ in graph.terminal_outputs(wrapped, ["Webhook"])}
+    assert "Lock Respond" in ends
+    others = {node(wrapped, n)["type"] for n in ends - {"Lock Respond", "Lock Output"}}
+    assert others == {"n8n-nodes-base.stopAndError"}
+
+
+def test_all_entries_and_no_data_answer_a_body_that_ends_with_no_items_too() -> None:
+    """n8n runs no node on an empty input (Lock Output then runs only at the end, without its
+    targets): Lock Respond follows the release, as Lock Output does, and reads the items where
+    Lock Output reads them ("first entry" of no items has no equivalent)."""
+    first, every, none = (
+        wrap(order_update(**OPTIONS[o]), "orders", LOCK, None, respond_by_node=True)
+        for o in ("firstEntryJson", "allEntries", "noData")
+    )
+
+    def feeding(workflow: dict[str, Any]) -> set[str]:
+        links = graph.connections(workflow)
+        return {s for s in links for out in graph.outputs(workflow, s) for x in out
+                if x["node"] == "Lock Respond"}  # fmt: skip
+
+    released = {"Lock Waited?", "Lock Release Once?", "Lock Count Wait"}
+    assert feeding(first) == {"Lock Output"}
+    assert feeding(every) == feeding(none) == released
+    assert node(none, "Lock Respond")["parameters"]["respondWith"] == "noData"
+    parameters = node(every, "Lock Respond")["parameters"]
+    assert parameters["respondWith"] == "json"
+    assert '[["Answer", 0]].reverse()' in parameters["responseBody"]
+    assert parameters["options"] == {"responseCode": 299}
+
+
+def test_several_ends_are_read_as_lock_outputs_code_picks_them() -> None:
+    body = load("multi_method_webhook")
+    webhook = next(n for n in body["nodes"] if n["type"] == respond.WEBHOOK)
+    webhook["parameters"]["responseData"] = "allEntries"
+    wrapped = wrap(body, "multi", LOCK, None, respond_by_node=True)
+    picked = '[["Read Order", 0], ["Big?", 0], ["Small", 0]]'
+    assert picked in node(wrapped, "Lock Respond")["parameters"]["responseBody"]
+    # a name with "}}" in it does not end the expression: its braces are escaped
+    hostile = json.loads(json.dumps(body).replace('"Small"', '"Small }}"'))
+    answered = node(wrap(hostile, "multi", LOCK, None, respond_by_node=True), "Lock Respond")
+    assert r'["Small \u007d\u007d", 0]' in answered["parameters"]["responseBody"]
 
 
 @pytest.mark.parametrize("option", sorted(OPTIONS))

@@ -19,9 +19,11 @@ expressions in these options (the webhook evaluates them at the request, Lock Re
 end). The webhook's parameters as they were are noted on Lock Respond, so that `restore`
 (`unwrap`) gives them back byte for byte.
 
-Not the same at run time (measured, tests/e2e/test_respond_by_node.py): a last node with no
-items (Lock Respond does not run; n8n answers an empty 200), and on n8n 1.x a failed execution
-(n8n 1.x answers a responseNode call with an empty 200 when its execution ends, failed or not).
+Not the same at run time (measured, tests/e2e/test_respond_by_node.py): "first entry" of a
+last node with no items (Lock Respond does not run; n8n answers an empty 200), and on n8n 1.x a
+failed execution (n8n 1.x answers a responseNode call with an empty 200 when its execution
+ends, failed or not). "All entries" and "no data" of no items are the same: see
+`_answer_no_items`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Node, Workflow
 from n8n_lockkit.rewrite.wrapping.builder import STEP
 from n8n_lockkit.rewrite.wrapping.configs import WrapError
-from n8n_lockkit.rewrite.wrapping.nodes import owned, role_of
+from n8n_lockkit.rewrite.wrapping.nodes import js_literal, owned, role_of
 
 ROLE = "lock-respond"
 NAME = "Lock Respond"
@@ -64,6 +66,9 @@ ANSWER_OPTIONS = (
     "responseBinaryPropertyName",
 )
 KEEP_LAST_NODE = "keep the workflow's waiters awake (do not park it)"
+OUTPUT_ROLE = "lock-output"
+MERGE = "n8n-nodes-base.merge"
+CODE_ENDS = "const ends = "  # the line of Lock Output's Code node that lists the ends
 
 
 def _refuse(trigger: str, what: str, hint: str = "") -> WrapError:
@@ -172,6 +177,68 @@ def _ends(workflow: Workflow, trigger: str) -> list[str]:
     return list(dict.fromkeys(ends))
 
 
+def _into(workflow: Workflow, target: str) -> list[tuple[str, int, int]]:
+    """The links into `target`: (source, its output, target's input)."""
+    return [
+        (str(source), index, int(link.get("index", 0)))
+        for source in graph.connections(workflow)
+        for index, links in enumerate(graph.outputs(workflow, source))
+        for link in links
+        if link.get("node") == target
+    ]
+
+
+def _read_by_output(workflow: Workflow, output: Node) -> list[tuple[str, int]]:
+    """The (node, output) pairs whose items Lock Output hands on: a Merge's input 1, or the
+    ends its Code node picks the last of (their first outputs)."""
+    if output.get("type") == MERGE:
+        return [(s, o) for s, o, i in _into(workflow, output["name"]) if i == 0]
+    code = str(graph.as_dict(output.get("parameters")).get("jsCode"))
+    line = next(x for x in code.splitlines() if x.startswith(CODE_ENDS))
+    return [(str(name), 0) for name in json.loads(line.removeprefix(CODE_ENDS).rstrip(";"))]
+
+
+def _released_by(workflow: Workflow, output: Node) -> list[tuple[str, int]]:
+    """What leads into Lock Output once the release has run (its other inputs)."""
+    read = _read_by_output(workflow, output)
+    return list(
+        dict.fromkeys((s, o) for s, o, _ in _into(workflow, output["name"]) if (s, o) not in read)
+    )
+
+
+def _answer_no_items(workflow: Workflow, ends: list[str], respond: Node) -> list[tuple[str, int]]:
+    """Where the answer is "all entries" or "no data", Lock Respond answers a body that ends
+    with no items too (n8n runs no node on an empty input, and runs Lock Output then only at
+    the end of the execution, without its targets): it follows the release, as Lock Output
+    does, and reads the items where Lock Output reads them, the last of the ends that ran.
+
+    Returns the outputs that lead into Lock Respond."""
+    by_name = {n["name"]: n for n in graph.nodes(workflow)}
+    feeds: list[tuple[str, int]] = []
+    read: list[tuple[str, int]] = []
+    for end in ends:
+        if role_of(by_name[end]) == OUTPUT_ROLE:
+            feeds += _released_by(workflow, by_name[end])
+            read += _read_by_output(workflow, by_name[end])
+        else:
+            feeds.append((end, 0))
+            read.append((end, 0))
+    if respond["parameters"]["respondWith"] == "allIncomingItems":
+        # `{` and `}` escaped: a node name with "}}" must not end the expression
+        pairs = js_literal([list(p) for p in read]).replace("{", "\\u007b")
+        pairs = pairs.replace("}", "\\u007d")
+        items = (
+            f"(() => {{ for (const [n, k] of {pairs}.reverse()) "
+            "{ if ($(n).isExecuted) return $(n).all(k); } return []; })()"
+        )
+        respond["parameters"] = {
+            "respondWith": "json",
+            "responseBody": f"={{{{ {items}.map((i) => i.json) }}}}",
+            "options": respond["parameters"]["options"],
+        }
+    return list(dict.fromkeys(feeds))
+
+
 def _webhook(workflow: Workflow, trigger: str) -> Node:
     node = next((n for n in graph.nodes(workflow) if n["name"] == trigger), None)
     if node is None or node.get("type") != WEBHOOK:
@@ -215,11 +282,14 @@ def respond_by_node(workflow: Workflow, trigger: str, key: str) -> Workflow:
             f"the workflow already has a node named {taken[0]!r}",
             hint="rename that node; n8nlock reserves the name",
         )
+    feeds = [(end, 0) for end in ends]
+    if respond_with["respondWith"] in ("allIncomingItems", "noData"):
+        feeds = _answer_no_items(result, ends, node)
     result["nodes"].append(node)
     frame = placement.note(key, FRAME_ROLE, FRAME_NAME, FRAME_TEXT, placement.extent([node]))
     result["nodes"].append(frame)
-    for end in ends:
-        nodekit.connect(result["connections"], end, 0, NAME)
+    for source, output in feeds:
+        nodekit.connect(result["connections"], source, output, NAME)
     webhook["parameters"] = _responding(parameters)
     return result
 
