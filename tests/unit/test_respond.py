@@ -222,6 +222,23 @@ def test_several_ends_of_the_users_own_are_refused_without_the_locks_join() -> N
     assert node(wrapped, "Lock Respond")
 
 
+@pytest.mark.parametrize("mode", ["lastNode", "onReceived"])
+def test_another_webhook_that_leads_to_the_same_end_is_refused(mode: str) -> None:
+    """n8n answers a webhook that does not answer by node with "Unused Respond to Webhook node
+    found in the workflow" when one follows it."""
+    body = load("two_triggers")
+    other = copy.deepcopy(next(n for n in body["nodes"] if n["name"] == "Webhook"))
+    other.update(name="Other Hook", id="other", webhookId="other")
+    other["parameters"] = {**other["parameters"], "path": "other", "responseMode": mode}
+    body["nodes"].append(other)
+    body["connections"]["Other Hook"] = copy.deepcopy(body["connections"]["Webhook"])
+    with pytest.raises(WrapError, match="'Other Hook'") as refused:
+        wrap(body, "two", LOCK, None, respond_by_node=True)
+    assert "Unused" not in refused.value.message and "same end" in refused.value.message
+    # a schedule trigger beside the webhook is no webhook: it is kept
+    assert node(wrap(load("two_triggers"), "two", LOCK, None, respond_by_node=True), "Lock Respond")
+
+
 def test_a_name_that_is_not_a_webhook_is_refused() -> None:
     with pytest.raises(WrapError, match="not a Webhook node"):
         respond.respond_by_node(load("order_update"), "Mark Start", "orders")

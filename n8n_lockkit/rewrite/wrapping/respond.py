@@ -239,6 +239,23 @@ def _answer_no_items(workflow: Workflow, ends: list[str], respond: Node) -> list
     return list(dict.fromkeys(feeds))
 
 
+def _check_shared(workflow: Workflow, trigger: str, ends: list[str]) -> None:
+    """Refuse when another webhook that does not answer by node reaches Lock Respond: n8n
+    refuses such a webhook's calls ("Unused Respond to Webhook node found in the workflow")."""
+    for other in graph.triggers(workflow):
+        mode = graph.as_dict(other.get("parameters")).get("responseMode")
+        if other["name"] == trigger or other.get("type") != WEBHOOK or mode == "responseNode":
+            continue
+        if set(graph.reachable(workflow, [other["name"]])) & set(ends):
+            raise _refuse(
+                trigger,
+                f"webhook {other['name']!r} ({mode or 'onReceived'}) leads to the same end, "
+                "and n8n refuses a webhook that does not answer by node when a Respond to "
+                "Webhook node follows it",
+                hint=f"give each webhook a workflow of its own, or {KEEP_LAST_NODE}",
+            )
+
+
 def _webhook(workflow: Workflow, trigger: str) -> Node:
     node = next((n for n in graph.nodes(workflow) if n["name"] == trigger), None)
     if node is None or node.get("type") != WEBHOOK:
@@ -272,6 +289,7 @@ def respond_by_node(workflow: Workflow, trigger: str, key: str) -> Workflow:
         return result
     respond_with = answer(trigger, parameters)
     ends = _ends(result, trigger)
+    _check_shared(result, trigger, ends)
     x = max(int(n["position"][0]) for n in graph.nodes(result) if n["name"] in ends) + STEP
     y = int(next(n for n in graph.nodes(result) if n["name"] == ends[0])["position"][1])
     node = owned(key, ROLE, NAME, RESPOND, 1.1, placement.free_spot(result, [x, y]), respond_with)
