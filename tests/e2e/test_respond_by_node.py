@@ -9,6 +9,7 @@ HTTP answers must have the same status, content-type and body bytes.
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from typing import Any
@@ -18,7 +19,8 @@ import requests
 
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, wrap
-from tests.e2e.lockbed import LockBed, run_cli
+from tests.e2e.lockbed import LockBed, run_cli, wait_until
+from tests.e2e.test_wrapped_corpus import lockbed_deactivate
 
 HEADERS = {"entries": [{"name": "x-n8nlock-test", "value": "kept"}]}
 # name: (webhook typeVersion, the webhook parameters that shape its answer)
@@ -72,6 +74,7 @@ BODY = (
     "return [{ json: { order: $json.body.order, n: 1, nested: { ok: true } } },"
     " { json: { order: $json.body.order, n: 2 } }];"
 )
+SCHEDULED = "return [{ json: { n: 1 } }, { json: { n: 2 } }];"
 # The cases whose body is not BODY: one that ends with no items, one that fails.
 BODIES = {
     "no_items_first_entry": "return [];",
@@ -163,3 +166,28 @@ def test_lock_respond_answers_as_last_node_did(
     assert wrapped == before, seen
     on_1x = NOT_THE_SAME_ON_1X if lockbed.n8n.version.startswith("1.") else {}
     assert after == {**NOT_THE_SAME, **on_1x}.get(case, before), seen
+
+
+def test_a_schedule_beside_the_webhook_runs_lock_respond_without_harm(lockbed: LockBed) -> None:
+    """Lock Respond also follows the release of a Schedule Trigger's executions (they share the
+    release): there it answers nobody, and the execution succeeds."""
+    key = f"respond_schedule_{uuid.uuid4().hex[:6]}"
+    body = body_workflow(key, 2, {"responseData": "allEntries"}, SCHEDULED)
+    rule = {"rule": {"interval": [{"field": "seconds", "secondsInterval": 2}]}}
+    body["nodes"].append(_node(key, "Every 2 s", "scheduleTrigger", 1.2, 0, parameters=rule))
+    body["connections"]["Every 2 s"] = copy.deepcopy(body["connections"]["Webhook"])
+    wrapped = wrap(body, key, LockConfig(f"respond-e2e-{key}", 60, 60), None, respond_by_node=True)
+    (lockbed.root / "workflows" / f"{key}.template.json").write_text(dump_workflow(wrapped))
+    run_cli(lockbed.root, "push", "--env", "e2e", "--activate", "error_handler_lock_cleanup", key)
+    try:
+        workflow_id = lockbed.workflow_id(key)
+
+        def scheduled() -> list[dict[str, Any]]:
+            return [e for e in lockbed.executions(workflow_id) if e["mode"] == "trigger"]
+
+        wait_until(lambda: len(scheduled()) >= 2, 30, "the schedule ran twice")
+        wait_until(lambda: all(e["finished"] for e in scheduled()[:2]), 20, "the runs finished")
+        assert {e["status"] for e in scheduled()[:2]} == {"success"}
+        assert answer(lockbed, key)[::2] == (200, b'[{"n":1},{"n":2}]')
+    finally:
+        lockbed_deactivate(lockbed, key)
