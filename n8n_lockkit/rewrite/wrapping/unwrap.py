@@ -18,6 +18,7 @@ from n8n_lockkit.rewrite.wrapping.configs import (
     WrapError,
 )
 from n8n_lockkit.rewrite.wrapping.nodes import role_of
+from n8n_lockkit.rewrite.wrapping.respond import restore as restore_webhooks
 from n8n_lockkit.rewrite.wrapping.settings import (
     BEFORE_EMPTY_ERROR_WORKFLOW,
     BEFORE_MARK,
@@ -236,6 +237,7 @@ def unwrap(workflow: Workflow) -> Workflow:
     lock, _ = read_configs(result)
     guard = read_guard(result)
     rate_shift = _rate_shift(result)
+    restore_webhooks(result)
     graph.normalise(result)
     connections = result["connections"]
     for trigger in graph.triggers(result):

@@ -44,7 +44,7 @@ from n8n_lockkit.primitives import engine, nodekit, overlap, rate
 from n8n_lockkit.primitives.chain import Chain, Names, Row
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Entry, Workflow
-from n8n_lockkit.rewrite.wrapping import configs, notes, refusals, release_side
+from n8n_lockkit.rewrite.wrapping import configs, notes, refusals, release_side, respond
 from n8n_lockkit.rewrite.wrapping.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
     STEP,
@@ -353,10 +353,12 @@ def wrap(
     guard: LockConfig | None = None,
     *,
     own_cleanup: bool = False,
+    respond_by_node: bool = False,
 ) -> Workflow:
     """The body with the duplicate guard, rate limit and lock nodes in front of it (a new
     dict); each is optional. `own_cleanup`: the workflow's own error workflow runs the
-    cleanup, and stays.
+    cleanup, and stays. `respond_by_node`: a "last node" webhook is answered by Lock Respond
+    instead (`respond.py`; what a wrap that parks its waiters needs).
 
     Every connected output of every trigger gets its own chain (a webhook with several HTTP
     methods has one output per method), and every chain shares one release.
@@ -399,6 +401,9 @@ def wrap(
         handler = set_error_workflow(workflow, needed_by, own_cleanup=own_cleanup)
         note_before(workflow, [*order, *handler])
     b.frames()
+    if respond_by_node:
+        for trigger in respond.last_node_webhooks(workflow, [e.node for e in entries]):
+            workflow = respond.respond_by_node(workflow, trigger, key)
     return workflow
 
 
