@@ -127,7 +127,9 @@ def ttl_option(what: str) -> Callable[[F], F]:
     help='Waiters further back than the next in line park (a Wait "On Webhook Call") '
     "instead of sleeping: they hold no n8n concurrency slot (n8n Cloud plans, "
     "N8N_CONCURRENCY_PRODUCTION_LIMIT) and poll nothing; the next in line wakes the one "
-    "behind it. Default: off. Not with --via-subworkflow; see docs/parking.md.",
+    "behind it. A webhook that answers with its last node then answers through a Respond "
+    "to Webhook node (Lock Respond). Default: off. Not with --via-subworkflow; see "
+    "docs/parking.md.",
 )
 @env_option("Env to register in", multiple=True)
 @dry_run_option

@@ -80,6 +80,17 @@ def test_no_park_takes_the_park_off_and_back_to_the_polling_lock(
     assert "Lock Park" not in _nodes(parked, "schedule_sync")
 
 
+def test_no_park_gives_a_last_node_webhook_back_its_own_answer(
+    parked: Path, invoke: Invoke
+) -> None:
+    assert _lock(invoke, parked, "order_update").exit_code == 0
+    polling = snapshot(parked)
+    assert _lock(invoke, parked, "order_update", "--park").exit_code == 0
+    result = _lock(invoke, parked, "order_update", "--no-park")
+    assert result.exit_code == 0, explain(result)
+    assert snapshot(parked) == polling
+
+
 def test_unwrap_gives_back_the_file_a_parked_lock_was_added_to(
     parked: Path, invoke: Invoke
 ) -> None:
@@ -91,16 +102,26 @@ def test_unwrap_gives_back_the_file_a_parked_lock_was_added_to(
     assert json.loads(restored) == json.loads(original)
 
 
-def test_a_webhook_that_answers_with_its_last_node_is_refused_and_left_as_it_was(
+def test_a_webhook_that_answers_with_its_last_node_is_answered_by_lock_respond_when_parked(
     parked: Path, invoke: Invoke
 ) -> None:
-    """n8n answers such a caller at once, with the Wait's items, when its execution parks."""
-    before = snapshot(parked)
+    """n8n answers a "last node" caller at once, with the Wait's items, when its execution
+    parks: with --park the webhook answers through Lock Respond at the end instead, and
+    unwrap gives the webhook back."""
+    original = (parked / "workflows" / "order_update.template.json").read_text()
     result = _lock(invoke, parked, "order_update", "--park")
-    assert result.exit_code == 3, explain(result)
-    text = " ".join(result.output.split())
-    assert "answers with its last node" in text and "Respond to Webhook" in text
+    assert result.exit_code == 0, explain(result)
+    nodes = _nodes(parked, "order_update")
+    assert nodes["Webhook"]["parameters"]["responseMode"] == "responseNode"  # type: ignore[index]
+    assert nodes["Lock Respond"]["type"] == "n8n-nodes-base.respondToWebhook"
+    assert invoke("validate", cwd=parked).exit_code == 0
+    before = snapshot(parked)
+    assert _lock(invoke, parked, "order_update").exit_code == 0
     assert snapshot(parked) == before
+    result = invoke("unwrap", "--workflow-key", "order_update", cwd=parked)
+    assert result.exit_code == 0, explain(result)
+    restored = (parked / "workflows" / "order_update.template.json").read_text()
+    assert json.loads(restored) == json.loads(original)
 
 
 def test_park_with_via_subworkflow_is_refused(parked: Path, invoke: Invoke) -> None:

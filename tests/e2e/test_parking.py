@@ -67,6 +67,7 @@ class ParkBed:
     version: str
     lock_key: str  # wrapped with --park
     polled_key: str  # the same body wrapped without it: the control
+    last_node_key: str  # the engine tests' body as it is (answers with its last node), --park
     unrelated_key: str
 
 
@@ -94,6 +95,17 @@ def responding_workflow(key: str) -> dict[str, Any]:
     workflow["connections"]["Answer"] = {
         "main": [[{"node": "Respond", "type": "main", "index": 0}]]
     }
+    return workflow
+
+
+def last_node_workflow(key: str) -> dict[str, Any]:
+    """The engine tests' body, answered by its last node; its start mark names the ticket."""
+    workflow = engine_workflow(key)
+    start = next(n for n in workflow["nodes"] if n["name"] == "Mark Start")
+    start["parameters"]["messageData"] = start["parameters"]["messageData"].replace(
+        "execution: $execution.id",
+        "execution: $execution.id, ticket: $('Lock Decide').first().json.ticket",
+    )
     return workflow
 
 
@@ -211,7 +223,7 @@ def park_bed(
         if testbed_backend.name != "local":
             pytest.skip("the concurrency limit is set on the local backend's n8n only")
         tag = uuid.uuid4().hex[:6]
-        lock_key, polled_key = f"park_{tag}", f"polled_{tag}"
+        lock_key, polled_key, last_node_key = f"park_{tag}", f"polled_{tag}", f"lastnode_{tag}"
         unrelated_key = f"unrelated_{tag}"
         root = workdir / "ws"
         patch.setenv(API_KEY_VARIABLE, n8n.instance.api_key)
@@ -219,10 +231,11 @@ def park_bed(
         for key, workflow in (
             (lock_key, responding_workflow(lock_key)),
             (polled_key, responding_workflow(polled_key)),
+            (last_node_key, last_node_workflow(last_node_key)),
             (unrelated_key, unrelated_workflow(unrelated_key)),
         ):
             (root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow))
-        for key, flags in ((lock_key, ["--park"]), (polled_key, [])):
+        for key, flags in ((lock_key, ["--park"]), (polled_key, []), (last_node_key, ["--park"])):
             run_cli(
                 root, "add-lock-to-workflow", "--workflow-key", key,
                 "--scope-expression", "={{ $json.body.scope }}", "--ttl-seconds", "60",
@@ -232,7 +245,9 @@ def park_bed(
         run_cli(root, "push", "--env", "e2e", "--activate")
         client = redis.Redis.from_url(redis_endpoint.url, decode_responses=True)
         stack.callback(client.close)
-        yield ParkBed(n8n.instance, client, root, version, lock_key, polled_key, unrelated_key)
+        yield ParkBed(
+            n8n.instance, client, root, version, lock_key, polled_key, last_node_key, unrelated_key
+        )
 
 
 def _post(bed: ParkBed, key: str, body: dict[str, Any]) -> tuple[int, str, float]:
@@ -425,3 +440,24 @@ def test_a_schedule_that_outruns_its_body_parks_its_line_and_leaves_other_workfl
     )
     print(figures)
     assert max(during) <= alone + MARGIN_SECONDS, figures
+
+
+def test_a_parked_line_of_a_webhook_that_answers_with_its_last_node_keeps_every_answer(
+    park_bed: ParkBed,
+) -> None:
+    """The same line for a webhook that answers with its last node (--park answers it through
+    Lock Respond, since n8n would answer it at the park): each caller gets its own body's
+    answer, one body at a time, in ticket order; the unrelated workflow within 0.5 s."""
+    bed = park_bed
+    _warm_up(bed, bed.last_node_key)
+    alone = statistics.median(_unrelated(bed) for _ in range(5))
+    parked = _line(bed, bed.last_node_key)
+    figures = (
+        f"unrelated alone {alone:.2f} s; during a parked last-node line max "
+        f"{max(parked.during):.2f} s (median {statistics.median(parked.during):.2f}, "
+        f"{len(parked.during)} calls)"
+    )
+    print(figures)
+    assert parked.tickets == sorted(parked.tickets), f"out of ticket order: {parked.tickets}"
+    assert len(parked.during) >= 5, f"the line drained before the probe looked: {figures}"
+    assert max(parked.during) <= alone + MARGIN_SECONDS, figures

@@ -196,14 +196,6 @@ def _acquire_inline(
         dedupe_key=config.dedupe_key,
     )
     skips = config.on_busy in overlap.SKIPPING
-    if config.park and _answers_with_last_node(b.workflow, entry):
-        raise configs.WrapError(
-            f"--park cannot keep the answer of webhook {entry.node!r}: it answers with its "
-            "last node, and n8n answers such a caller at once (with the Wait's items) when "
-            "its execution parks",
-            hint="set the webhook's Respond to 'Using Respond to Webhook Node' and end the "
-            "body with one, or --no-park",
-        )
     group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips, parks=config.park)
     if skips and _responds_by_node(b.workflow, entry):
         _respond_skipped(group)
@@ -235,14 +227,6 @@ def _responds_by_node(workflow: Workflow, entry: Entry) -> bool:
     trigger = next(n for n in graph.nodes(workflow) if n["name"] == entry.node)
     parameters = graph.as_dict(trigger.get("parameters"))
     return parameters.get("responseMode") == "responseNode"
-
-
-def _answers_with_last_node(workflow: Workflow, entry: Entry) -> bool:
-    """Whether the entry is a webhook that answers with the data of its last node."""
-    trigger = next(n for n in graph.nodes(workflow) if n["name"] == entry.node)
-    parameters = graph.as_dict(trigger.get("parameters"))
-    webhook = trigger.get("type") == "n8n-nodes-base.webhook"
-    return webhook and parameters.get("responseMode") == "lastNode"
 
 
 def _respond_skipped(group: Chain) -> None:
@@ -401,7 +385,9 @@ def wrap(
         handler = set_error_workflow(workflow, needed_by, own_cleanup=own_cleanup)
         note_before(workflow, [*order, *handler])
     b.frames()
-    if respond_by_node:
+    # A parked waiter's "last node" webhook would be answered at the park (with the Wait's
+    # items): Lock Respond answers it at the end instead, as "last node" would have.
+    if respond_by_node or (lock is not None and lock.park):
         for trigger in respond.last_node_webhooks(workflow, [e.node for e in entries]):
             workflow = respond.respond_by_node(workflow, trigger, key)
     return workflow
