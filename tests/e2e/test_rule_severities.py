@@ -46,6 +46,7 @@ OUR_CONTRACT = {
     "lock-minimum-values",
     "env-placeholder-resolves",
     "workflow-reference-cycle",  # push refuses a cycle of workflow references
+    "park-webhook-queue-mode",  # n8n runs it, and answers the caller with an empty 200
 }
 SENDABLE = [
     p
