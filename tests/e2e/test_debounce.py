@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from n8n_lockkit.primitives import keys
+from testbed.settings import topology
 from tests.e2e.lockbed import Call, LockBed, run_cli, stop_execution, wait_until
 from tests.e2e.stalls import n8n_main_pid, stop_for
 from tests.e2e.test_lock_engine import REDIS
@@ -100,7 +101,13 @@ def send(bed: LockBed, key: str, chat: str, who: int) -> tuple[Call, float]:
     return call, time.time()
 
 
+# In queue mode a call hops main → Bull → a worker → main before it is answered: the make test
+# run on 27b0555 saw 1.03 s once on this 2-core machine.
+QUEUE_HOP_S = 1.0 if topology() == "queue" else 0.0
+
+
 def assert_buffered(call: Call, chat: str, within: float = 1.0) -> None:
+    within += QUEUE_HOP_S
     assert call.status == 200, call
     assert isinstance(call.body, dict), call
     assert call.body.get("buffered") is True and call.body.get("key") == chat, call.body
