@@ -44,7 +44,7 @@ from testbed.client import saved_executions
 from testbed.endpoints import N8nInstance, RedisEndpoint
 from testbed.settings import n8n_version_params, topology
 from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, tickets_drawn, wait_until
-from tests.e2e.stalls import sink_bodies
+from tests.e2e.stalls import Body, sink_bodies
 from tests.e2e.test_lock_engine import engine_workflow, most_at_once
 
 pytestmark = pytest.mark.skipif(
@@ -382,14 +382,34 @@ def test_a_parked_line_of_twelve_leaves_other_workflows_their_slots(park_bed: Pa
     assert max(parked.during) <= alone + MARGIN_SECONDS, figures
 
 
-def _deactivate(bed: ParkBed, key: str) -> None:
-    workflow_id = str(load_env(Workspace(bed.root), "e2e").data["workflows"][key]["id"])
+def deactivate(n8n: N8nInstance, root: Path, key: str) -> None:
+    """Unpublish workflow `key` of the workspace `root` (its schedule stops firing)."""
+    workflow_id = str(load_env(Workspace(root), "e2e").data["workflows"][key]["id"])
     response = requests.post(
-        f"{bed.n8n.base_url}/api/v1/workflows/{workflow_id}/deactivate",
-        headers={"X-N8N-API-KEY": bed.n8n.api_key},
+        f"{n8n.base_url}/api/v1/workflows/{workflow_id}/deactivate",
+        headers={"X-N8N-API-KEY": n8n.api_key},
         timeout=30,
     )
     response.raise_for_status()
+
+
+def scheduled_line_served(client: redis.Redis, scope: str, timeout: float) -> list[Body]:
+    """Once every run that drew a ticket for `scope` ran its body: those bodies, checked to
+    have run one at a time, in ticket order, with a line behind them (8 runs or more)."""
+
+    def served() -> bool:
+        bodies = sink_bodies(client, scope)
+        drawn = tickets_drawn(client, scope)
+        return drawn > 0 and len(bodies) == drawn and all(b.end is not None for b in bodies)
+
+    wait_until(served, timeout, f"every run that drew a ticket for {scope} ran its body")
+    bodies = sink_bodies(client, scope)
+    assert len(bodies) >= 8, f"only {len(bodies)} scheduled runs: no line built up"
+    assert most_at_once([(b.start, b.end) for b in bodies if b.end is not None]) == 1
+    events = [json.loads(e) for e in client.lrange(f"engine-sink-{scope}", 0, -1)]
+    tickets = [int(e["ticket"]) for e in events if e["event"] == "start"]
+    assert tickets == sorted(tickets), f"out of ticket order: {tickets}"
+    return bodies
 
 
 def test_a_schedule_that_outruns_its_body_parks_its_line_and_leaves_other_workflows_their_slots(
@@ -420,20 +440,8 @@ def test_a_schedule_that_outruns_its_body_parks_its_line_and_leaves_other_workfl
             during.append(_unrelated(bed))
             time.sleep(0.3)
     finally:
-        _deactivate(bed, key)
-
-    def served() -> bool:
-        bodies = sink_bodies(bed.redis, scope)
-        drawn = tickets_drawn(bed.redis, scope)
-        return drawn > 0 and len(bodies) == drawn and all(b.end is not None for b in bodies)
-
-    wait_until(served, 90, f"every caller that drew a ticket for {scope} ran its body")
-    bodies = sink_bodies(bed.redis, scope)
-    assert len(bodies) >= 8, f"only {len(bodies)} scheduled runs: no line built up"
-    assert most_at_once([(b.start, b.end) for b in bodies if b.end is not None]) == 1
-    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
-    tickets = [int(e["ticket"]) for e in events if e["event"] == "start"]
-    assert tickets == sorted(tickets), f"out of ticket order: {tickets}"
+        deactivate(bed.n8n, bed.root, key)
+    bodies = scheduled_line_served(bed.redis, scope, 90)
     figures = (
         f"unrelated alone {alone:.2f} s; during the scheduled line max {max(during):.2f} s "
         f"(median {statistics.median(during):.2f}, {len(during)} calls); {len(bodies)} runs"

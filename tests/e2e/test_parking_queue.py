@@ -22,10 +22,14 @@ from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
 from testbed.client import saved_executions
 from testbed.settings import topology
-from tests.e2e.lockbed import LockBed, run_cli, tickets_drawn, wait_until
+from tests.e2e.lockbed import LockBed, run_cli, wait_until
 from tests.e2e.stalls import sink_bodies
-from tests.e2e.test_lock_engine import most_at_once
-from tests.e2e.test_parking import responding_workflow, scheduled_workflow
+from tests.e2e.test_parking import (
+    deactivate,
+    responding_workflow,
+    scheduled_line_served,
+    scheduled_workflow,
+)
 
 pytestmark = pytest.mark.skipif(topology() != "queue", reason="n8n's queue mode only")
 
@@ -60,25 +64,8 @@ def test_a_parked_scheduled_line_runs_one_body_at_a_time_across_workers(lockbed:
     try:
         time.sleep(SCHEDULE_FOR_S)
     finally:
-        response = requests.post(
-            f"{bed.n8n.base_url}/api/v1/workflows/{_workflow_id(bed, key)}/deactivate",
-            headers={"X-N8N-API-KEY": bed.n8n.api_key},
-            timeout=30,
-        )
-        response.raise_for_status()
-
-    def served() -> bool:
-        bodies = sink_bodies(bed.redis, scope)
-        drawn = tickets_drawn(bed.redis, scope)
-        return drawn > 0 and len(bodies) == drawn and all(b.end is not None for b in bodies)
-
-    wait_until(served, 120, f"every run that drew a ticket for {scope} ran its body")
-    bodies = sink_bodies(bed.redis, scope)
-    assert len(bodies) >= 8, f"only {len(bodies)} scheduled runs: no line built up"
-    assert most_at_once([(b.start, b.end) for b in bodies if b.end is not None]) == 1
-    events = [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{scope}", 0, -1)]
-    tickets = [int(e["ticket"]) for e in events if e["event"] == "start"]
-    assert tickets == sorted(tickets), f"out of ticket order: {tickets}"
+        deactivate(bed.n8n, bed.root, key)
+    scheduled_line_served(bed.redis, scope, 120)
     runs = saved_executions(bed.n8n, _workflow_id(bed, key))
     parked = [r["id"] for r in runs if "Lock Park" in _run_data(r)]
     assert parked, f"none of {len(runs)} runs parked: the line never parked"
