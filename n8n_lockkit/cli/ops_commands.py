@@ -72,29 +72,43 @@ def locks_command(
     caller behind it skips it). A record without TTL is flagged, and so are locks of the
     format before engine v2 that are still held.
 
+    Then every add-debounce key with events waiting in its open burst (--scope matches
+    <workflow key>:<key>): how many, their tickets, whether the burst's waiter looks (alive;
+    stale after 6 s, and the key's next event takes the burst over), the burst's age (its
+    first waiting event) and how long the key has been quiet (its last).
+
     \b
     Example:
         n8nlock locks
         n8nlock locks --scope 'order-*' -o json
     """
-    from n8n_lockkit.ops import locks, report
+    from n8n_lockkit.ops import debounce, locks, report
 
     env = one_env(app.workspace(), env_name)
     with lock_store(env, redis_url) as store:
         scan = locks.checked_scan(store, scope)
+        bursts = debounce.open_bursts(store, scope)
     warn_foreign(scan)
     if scan.v1_held:
         warn(locks.v1_warning(scan.v1_held))
     n8n_url = str(env.data["n8n"]["url"])
     if fmt == "json":
-        echo_json(locks.locks_document(scan, n8n_url))
+        document = locks.locks_document(scan, n8n_url)
+        document["debounces"] = [burst.as_dict() for burst in bursts]
+        echo_json(document)
         return
     held = locks.held_lanes(scan)
-    show_lines(report.locks_lines(scan, n8n_url))
+    lock_lines = report.locks_lines(scan, n8n_url)
+    show_lines(lock_lines)
+    if bursts:
+        show_lines(([""] if lock_lines else []) + report.debounce_lines(bursts))
     if held:
         click.echo(f"{len(held)} lock(s) held. {report.WAITING_NOTE}.", err=True)
     else:
         click.echo("no lock is held", err=True)
+    if bursts:
+        waiting = sum(len(burst.waiting) for burst in bursts)
+        click.echo(f"{waiting} debounced event(s) waiting on {len(bursts)} key(s)", err=True)
 
 
 def stdin_is_terminal() -> bool:
@@ -307,24 +321,44 @@ def stats_command(
     did not wait is in the first. A percentile is an upper-bound estimate: the bound of the
     bucket it falls in.
 
+    Then per add-debounce key (--scope matches <workflow key>:<key>): the events it stored
+    and the bursts it cut, read from the debounce's own keys, which live a day: so over the
+    last N hours, at most 24. An event that drew its ticket again counts twice.
+
     \b
     Example:
         n8nlock stats
         n8nlock stats --scope 'order-*' --hours 1 -o json
         n8nlock stats -o prometheus > /var/lib/node_exporter/n8nlock.prom
     """
-    from n8n_lockkit.ops import prometheus, report, stats
+    from n8n_lockkit.ops import debounce, prometheus, report, stats
 
     with lock_store(one_env(app.workspace(), env_name), redis_url) as store:
-        found = stats.collect(store, scope, hours, store.now_ms())
+        now_ms = store.now_ms()
+        found = stats.collect(store, scope, hours, now_ms)
+        debounced = debounce.collect(store, scope, hours, now_ms)
     if fmt == "prometheus":
-        click.echo(prometheus.exposition(found, hours), nl=False)
+        click.echo(prometheus.exposition(found, hours, debounced), nl=False)
     elif fmt == "json":
-        echo_json({"hours": hours, "scopes": [entry.as_dict() for entry in found]})
-    elif found:
+        echo_json(
+            {
+                "hours": hours,
+                "scopes": [entry.as_dict() for entry in found],
+                "debounce_hours": debounce.window_hours(hours),
+                "debounces": [entry.as_dict() for entry in debounced],
+            }
+        )
+        return
+    if found:
         show_lines(report.stats_lines(found))
     else:
         click.echo(f"no lock activity counted in the last {hours} h", err=True)
+    if debounced:
+        show_lines(([""] if found else []) + report.debounce_stats_lines(debounced))
+        click.echo(
+            f"debounce: events stored and bursts cut in the last {debounce.window_hours(hours)} h",
+            err=True,
+        )
 
 
 @click.command("forget")

@@ -15,6 +15,7 @@ from prometheus_client import generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from n8n_lockkit.ops.debounce import KeyStats, window_hours
 from n8n_lockkit.ops.stats import EVENTS, QUANTILES, ScopeStats
 
 
@@ -24,9 +25,12 @@ def le_label(bound: float) -> str:
 
 
 class StatsCollector(Collector):
-    def __init__(self, stats: Sequence[ScopeStats], hours: int) -> None:
+    def __init__(
+        self, stats: Sequence[ScopeStats], hours: int, debounced: Sequence[KeyStats] = ()
+    ) -> None:
         self._stats = stats
         self._hours = hours
+        self._debounced = debounced
 
     def collect(self) -> Iterator[Metric]:
         window = GaugeMetricFamily(
@@ -63,9 +67,39 @@ class StatsCollector(Collector):
         yield events
         yield waits
         yield estimates
+        if self._debounced:
+            yield from self._debounce()
+
+    def _debounce(self) -> Iterator[Metric]:
+        """Per workflow key, not per key value: a key is often a chat or a customer, too many
+        for labels."""
+        hours = window_hours(self._hours)
+        events = GaugeMetricFamily(
+            "n8nlock_debounce_events",
+            f"Events add-debounce stored per workflow key in the last {hours} h (an event "
+            "that drew its ticket again counts twice).",
+            labels=["workflow_key"],
+        )
+        bursts = GaugeMetricFamily(
+            "n8nlock_debounce_bursts",
+            f"Bursts add-debounce cut per workflow key in the last {hours} h.",
+            labels=["workflow_key"],
+        )
+        per_workflow: dict[str, tuple[int, int]] = {}
+        for entry in self._debounced:
+            seen = per_workflow.get(entry.where.workflow_key, (0, 0))
+            per_workflow[entry.where.workflow_key] = (
+                seen[0] + entry.events,
+                seen[1] + entry.bursts,
+            )
+        for workflow_key, (event_count, burst_count) in sorted(per_workflow.items()):
+            events.add_metric([workflow_key], event_count)
+            bursts.add_metric([workflow_key], burst_count)
+        yield events
+        yield bursts
 
 
-def exposition(stats: Sequence[ScopeStats], hours: int) -> str:
+def exposition(stats: Sequence[ScopeStats], hours: int, debounced: Sequence[KeyStats] = ()) -> str:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StatsCollector(stats, hours))
+    registry.register(StatsCollector(stats, hours, debounced))
     return generate_latest(registry).decode("utf-8")

@@ -6,11 +6,12 @@ import math
 from collections.abc import Sequence
 
 from n8n_lockkit.ops import compat
+from n8n_lockkit.ops.debounce import WAITER_STALE, KeyStats, OpenBurst
 from n8n_lockkit.ops.locks import execution_url
 from n8n_lockkit.ops.reap import Decision
 from n8n_lockkit.ops.snapshot import Lane, Scan, describe_copy
 from n8n_lockkit.ops.stats import EVENTS, QUANTILES, ScopeStats
-from n8n_lockkit.primitives.keys import SKIP_GRACE_SECONDS, WAIT_BUCKETS
+from n8n_lockkit.primitives.keys import DEBOUNCE_STALE_MS, SKIP_GRACE_SECONDS, WAIT_BUCKETS
 
 NOT_TRACKED = "-"
 WAITING_NOTE = (
@@ -164,6 +165,47 @@ def stats_lines(stats: Sequence[ScopeStats]) -> list[str]:
             *(str(count) for count in entry.counts.values()),
             *(wait_bound(entry.quantile(q)) for q in QUANTILES),
         )
+        for entry in stats
+    ]
+    return table(headers, rows)
+
+
+def debounce_lines(bursts: Sequence[OpenBurst]) -> list[str]:
+    """`locks`: the debounce key values with events waiting in their open burst."""
+    headers = ("WORKFLOW", "KEY", "WAITING", "TICKETS", "WAITER", "BURST AGE", "QUIET FOR")
+    rows = [
+        (
+            burst.where.workflow_key,
+            burst.where.key,
+            str(len(burst.waiting)),
+            _tickets(burst),
+            burst.waiter,
+            duration(burst.age_seconds),
+            duration(burst.quiet_seconds),
+        )
+        for burst in bursts
+    ]
+    lines = table(headers, rows)
+    for burst in bursts:
+        if burst.waiter == WAITER_STALE:
+            lines.append(
+                f"! {burst.where.label}: its waiter has not looked for "
+                f"{duration((burst.watched_ms_ago or 0) / 1000)} (dead after "
+                f"{DEBOUNCE_STALE_MS / 1000:g} s): the key's next event takes the burst over"
+            )
+    return lines
+
+
+def _tickets(burst: OpenBurst) -> str:
+    tickets = [event.ticket for event in burst.waiting]
+    return str(tickets[0]) if len(tickets) == 1 else f"{tickets[0]}-{tickets[-1]}"
+
+
+def debounce_stats_lines(stats: Sequence[KeyStats]) -> list[str]:
+    """`stats`: per debounce key value, events stored and bursts cut."""
+    headers = ("WORKFLOW", "KEY", "EVENTS", "BURSTS")
+    rows = [
+        (entry.where.workflow_key, entry.where.key, str(entry.events), str(entry.bursts))
         for entry in stats
     ]
     return table(headers, rows)

@@ -226,3 +226,49 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 """
+
+# One debounce key value's open burst, read at one instant (docs/debounce.md).
+# KEYS: its `:seq` and `:watch`. ARGV: its key base, how many tickets back from the last to read
+# at most. The open burst begins at the watch's `s` (1 before the key's first waiter looked).
+# An event of it is waiting when its record `:ev:<t>` is there and its claim `:claim:<t>` is
+# absent (the event's INCR is under way) or 1 (the event claimed first; a runner's INCR, 2,
+# takes it). A claim 1 without a record is a ticket a runner left out, and a cut draws a ticket
+# with neither. Returns seq (false: none), watch (false: none or not a string), the first
+# ticket read, Redis's TIME, then per waiting event its ticket, claim (0: none yet) and `at`
+# (false: unreadable).
+DEBOUNCE_BURST = (
+    _LUA_HELPERS
+    + """
+local function text(key)
+  if redis.call('TYPE', key)['ok'] ~= 'string' then return false end
+  return redis.call('GET', key)
+end
+local base = ARGV[1]
+local seq = text(KEYS[1])
+local watch = text(KEYS[2])
+local last = tonumber(seq or '')
+local first = 1
+local w = decoded(watch or nil)
+if w ~= nil and tonumber(w.s) then first = tonumber(w.s) end
+if last ~= nil then first = math.max(first, last - tonumber(ARGV[2]) + 1) end
+local now = redis.call('TIME')
+local out = {seq, watch, first, now[1], now[2]}
+if last ~= nil then
+  for t = first, last do
+    local record = text(ticket_key(base, 'ev', t))
+    if record then
+      local claim = tonumber(text(ticket_key(base, 'claim', t)) or '0') or 2
+      if claim <= 1 then
+        local event = decoded(record)
+        local at = false
+        if event ~= nil and tonumber(event.at) then at = tonumber(event.at) end
+        out[#out + 1] = t
+        out[#out + 1] = claim
+        out[#out + 1] = at
+      end
+    end
+  end
+end
+return out
+"""
+)

@@ -91,6 +91,7 @@ class LockStore:
         self._delete = client.register_script(scripts.DELETE_IF_UNCHANGED)
         self._forget = client.register_script(scripts.FORGET_IF_IDLE)
         self._forget_done = client.register_script(scripts.FORGET_DONE_IF_UNCHANGED)
+        self._debounce_burst = client.register_script(scripts.DEBOUNCE_BURST)
 
     def now_ms(self) -> int:
         """Redis's clock: the primitives' TTLs run on it, and the hour buckets follow n8n's,
@@ -294,6 +295,21 @@ class LockStore:
     def forget_done(self, scope: str, value: str) -> bool:
         """Delete the done mark of `scope` if it is still `value`."""
         return bool(self._forget_done(keys=[self.schema.done_key(scope)], args=[value]))
+
+    def debounce_burst(self, base: str, max_tickets: int) -> list[Any]:
+        """A debounce key value's open burst, read at one instant (scripts.DEBOUNCE_BURST)."""
+        names = [base + self.schema.seq, base + self.schema.watch]
+        return list(self._debounce_burst(keys=names, args=[base, max_tickets]))
+
+    def pttls(self, names: list[str]) -> list[int]:
+        """PTTL of each name (-2: none, -1: no TTL), pipelined in slices."""
+        found: list[int] = []
+        for start in range(0, len(names), _SCAN_COUNT):
+            with self._client.pipeline(transaction=False) as pipe:
+                for name in names[start : start + _SCAN_COUNT]:
+                    pipe.pttl(name)
+                found.extend(int(value) for value in pipe.execute())
+        return found
 
     def values(self, names: list[str]) -> list[str | None]:
         """MGET in slices (a key of another type answers None)."""
