@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -70,13 +71,13 @@ def body_workflow(key: str) -> dict[str, Any]:
     }
 
 
-def install(bed: LockBed, name: str, *flags: str) -> str:
+def install(bed: LockBed, name: str, *flags: str, quiet: float = QUIET) -> str:
     key = f"{name}_{uuid.uuid4().hex[:6]}"
     path = bed.root / "workflows" / f"{key}.template.json"
     path.write_text(json.dumps(body_workflow(key), indent=2))
     run_cli(
         bed.root, "add-debounce", "--workflow-key", key,
-        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", str(QUIET), *flags,
+        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", f"{quiet:g}", *flags,
     )  # fmt: skip
     run_cli(bed.root, "validate", "--env", "e2e")
     run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
@@ -367,3 +368,30 @@ def test_bursts_on_four_keys_run_exactly_the_expected_bodies(lockbed: LockBed) -
     for chat in chats:
         assert bodies_of(lockbed, key, chat) == [[0, 1, 2], [3, 4, 5]]
     assert all(len({i["chat"] for i in b["items"]}) == 1 for b in bodies), "a body mixed keys"
+
+
+def test_locks_shows_a_burst_waiting_with_its_live_waiter_and_stats_counts_it_once_run(
+    lockbed: LockBed,
+) -> None:
+    key = install(lockbed, "debounce_ops", quiet=8)
+    for who in range(3):
+        call, _ = send(lockbed, key, "olga", who)
+        assert_buffered(call, "olga")
+    time.sleep(1)  # the waiter has looked at least once
+
+    def waiting() -> list[dict[str, Any]]:
+        document = json.loads(run_cli(lockbed.root, "locks", "--env", "e2e", "-o", "json").stdout)
+        return [d for d in document["debounces"] if d["workflow_key"] == key]
+
+    [burst] = waiting()
+    assert burst["key"] == "olga" and burst["waiting"] == 3, burst
+    assert burst["tickets"] == [1, 2, 3] and burst["waiter"] == "alive", burst
+    assert 0.5 < burst["age_seconds"] < 8 and burst["quiet_seconds"] <= burst["age_seconds"]
+    text = run_cli(lockbed.root, "locks", "--env", "e2e", "--scope", f"{key}:*").stdout
+    assert re.search(rf"^{key} +olga +3 +1-3 +alive ", text, re.MULTILINE), text
+    wait_until(lambda: len(runs(lockbed, key)) >= 1, 30, "the burst's body ran")
+    assert waiting() == []
+    stats = run_cli(lockbed.root, "stats", "--env", "e2e", "--scope", f"{key}:*", "-o", "json")
+    assert json.loads(stats.stdout)["debounces"] == [
+        {"workflow_key": key, "key": "olga", "events": 3, "bursts": 1}
+    ]
