@@ -1,0 +1,185 @@
+"""What add-debounce adds: to a burst's body start beyond Q, and to a buffered event's answer.
+Not a test.
+
+    .venv/bin/python -m bench.debounce_bench [--versions 2.41.1,1.123.81] [--runs 20]
+        [--events 3] [--gap-ms 300] [--quiet-seconds 2] [--out bench/results/<stem>]
+
+One n8n (regular mode), one Redis. The e2e's debounced workflow (tests/e2e/test_debounce.py:
+Webhook, answering with its last node → Record, a Redis push of when the body began, its
+execution and its items), wrapped by this checkout's `add-debounce --quiet-seconds Q`. A burst
+is `--events` calls on a key of its own, `--gap-ms` apart, one call at a time; the bursts run one
+after the other (`--warm-up` first, not counted). Per burst: the body's start (`Date.now()` in
+the body's first node, Record) minus the time the burst's last call was sent, minus Q: what the
+debounce adds to the quiet time (its waiter looks at most every 0.5 s, then cuts, claims and
+reads the burst's records). Per call: the seconds until its buffered answer. For scale, the
+same workflow unwrapped is called as often, one call at a time: its answer comes after its
+body (the Redis push), the floor of a webhook answered by its last node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bench.harness.calls import call
+from bench.harness.results import RESULTS, command, measured, progress_for, tree_state
+from bench.harness.session import Bed, Span, running_bed
+from bench.harness.stats import percentile
+from bench.harness.workspace import cli, prepare, push
+from tests.e2e.test_debounce import body_workflow
+
+progress = progress_for("debounce_bench")
+STEM = "debounce_bench-2026-11-28"
+
+
+def install(bed: Bed, quiet: float) -> tuple[str, str]:
+    """The debounced workflow and the same workflow unwrapped, pushed and active: their keys."""
+    root = bed.tmp / "debounce"
+    prepare(root, bed.n8n)
+    tag = uuid.uuid4().hex[:6]
+    debounced, plain = f"bench_debounced_{tag}", f"bench_plain_{tag}"
+    for key in (debounced, plain):
+        (root / "workflows" / f"{key}.template.json").write_text(json.dumps(body_workflow(key)))
+    cli(root, "add-debounce", "--workflow-key", debounced,
+        "--key-expression", "={{ $json.body.chat }}", "--quiet-seconds", f"{quiet:g}")  # fmt: skip
+    cli(root, "validate", "--env", "bench")
+    push(root)
+    return debounced, plain
+
+
+def one_burst(
+    bed: Bed, client: redis.Redis, key: str, chat: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """`--events` calls on `chat`, then the body's start from its record."""
+    answers: list[float] = []
+    last_sent = 0.0
+    for who in range(args.events):
+        if who:
+            time.sleep(args.gap_ms / 1000)
+        last_sent = time.time()
+        answer = call(bed.n8n, key, {"chat": chat, "who": who})
+        body = answer.response.json()
+        if body.get("buffered") is not True:
+            raise SystemExit(f"not a buffered answer: {body}")
+        answers.append(answer.seconds)
+    deadline = time.time() + args.quiet_seconds + 30
+    while time.time() < deadline:
+        for raw in client.lrange(f"debounce-sink-{key}", 0, -1):
+            record = json.loads(raw)
+            if any(item.get("chat") == chat for item in record["items"]):
+                items = [item["who"] for item in record["items"]]
+                if items != list(range(args.events)):
+                    raise SystemExit(f"burst {chat} ran with {items}")
+                start = record["t"] / 1000
+                return {
+                    "chat": chat,
+                    "answers_s": answers,
+                    "after_last_s": round(start - last_sent, 4),
+                    "added_s": round(start - last_sent - args.quiet_seconds, 4),
+                }
+        time.sleep(0.05)
+    raise SystemExit(f"burst {chat}: no body within {args.quiet_seconds + 30} s")
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Median and p95 (nearest rank: a measured value), in ms."""
+    ms = [v * 1000 for v in values]
+    return {
+        "median_ms": round(statistics.median(ms), 1),
+        "p95_ms": round(percentile(ms, 95), 1),
+        "min_ms": round(min(ms), 1),
+        "max_ms": round(max(ms), 1),
+        "n": len(ms),
+    }
+
+
+def bench_version(version: str, args: argparse.Namespace) -> dict[str, Any]:
+    span = Span()
+    with running_bed(version, topology="single") as bed:
+        debounced, plain = install(bed, args.quiet_seconds)
+        client = redis.Redis.from_url(bed.redis.url, decode_responses=True)
+        bursts = []
+        for number in range(args.warm_up + args.runs):
+            burst = one_burst(bed, client, debounced, f"c{number}", args)
+            if number >= args.warm_up:
+                bursts.append(burst)
+            progress(f"{version} burst {number + 1}: +{burst['added_s'] * 1000:.0f} ms over Q")
+        plain_answers = []
+        for number in range(args.warm_up + args.runs * args.events):
+            seconds = call(bed.n8n, plain, {"chat": f"p{number}", "who": 0}).seconds
+            if number >= args.warm_up:
+                plain_answers.append(seconds)
+        client.close()
+    return {
+        "n8n": version,
+        "load_average_1min": span.load(),
+        "seconds": round(span.seconds(), 1),
+        "added_beyond_quiet": summary([b["added_s"] for b in bursts]),
+        "buffered_answer": summary([s for b in bursts for s in b["answers_s"]]),
+        "plain_answer": summary(plain_answers),
+        "bursts": bursts,
+    }
+
+
+def report(results: list[dict[str, Any]], argv: Sequence[str], tree: str) -> str:
+    command_text = command("debounce_bench", argv)
+    loads = ", ".join(
+        f"{r['n8n']}: {r['load_average_1min'][0]:.2f} → {r['load_average_1min'][1]:.2f}"
+        for r in results
+    )
+    lines = [
+        "# debounce_bench 2026-11-28",
+        "",
+        f"`{command_text}`",
+        "",
+        f"{measured()} (checkout {tree}); 1-minute load average at start → end: {loads}. "
+        "One burst at a time, each on a key of its own.",
+        "",
+        "| n8n | bursts | body start − last event − Q: median / p95 (min–max) ms | "
+        "buffered answer: median / p95 ms (calls) | same workflow unwrapped, answered after "
+        "its body: median / p95 ms |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        a, b, p = r["added_beyond_quiet"], r["buffered_answer"], r["plain_answer"]
+        lines.append(
+            f"| {r['n8n']} | {a['n']} | {a['median_ms']:.0f} / {a['p95_ms']:.0f} "
+            f"({a['min_ms']:.0f}–{a['max_ms']:.0f}) | {b['median_ms']:.0f} / "
+            f"{b['p95_ms']:.0f} ({b['n']}) | {p['median_ms']:.0f} / {p['p95_ms']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--versions", type=lambda v: v.split(","), default=["2.41.1"])
+    parser.add_argument("--runs", type=int, default=20, help="counted bursts")
+    parser.add_argument("--warm-up", type=int, default=2, help="bursts before the counted ones")
+    parser.add_argument("--events", type=int, default=3, help="calls per burst")
+    parser.add_argument("--gap-ms", type=int, default=300, help="between a burst's calls")
+    parser.add_argument("--quiet-seconds", type=float, default=2.0)
+    parser.add_argument("--out", type=Path, default=RESULTS / STEM, help="stem of .md/.json")
+    args = parser.parse_args(given)
+    progress(f"load average {os.getloadavg()[0]:.2f}")
+    results = [bench_version(v, args) for v in args.versions]
+    text = report(results, given, tree_state())
+    print(text)
+    args.out.with_suffix(".md").write_text(text)
+    document = {"command": command("debounce_bench", given), "results": results}
+    args.out.with_suffix(".json").write_text(json.dumps(document, indent=2) + "\n")
+    progress(f"wrote {args.out.with_suffix('.md')}")
+
+
+if __name__ == "__main__":
+    main()
