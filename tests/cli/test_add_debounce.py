@@ -185,3 +185,36 @@ def test_a_workflow_without_settings_gets_v1_and_unwrap_takes_it_off(
     result = invoke("unwrap", "--workflow-key", "order_update", cwd=chat)
     assert result.exit_code == 0, explain(result)
     assert json.loads(path(chat).read_text()) == original
+
+
+def test_a_debounced_workflow_validates_clean_even_strict_and_as_json(
+    chat: Path, invoke: Invoke
+) -> None:
+    assert debounce(invoke, chat).exit_code == 0
+    strict = invoke("validate", "--strict", cwd=chat)
+    assert strict.exit_code == 0, explain(strict)
+    assert "0 problem(s): all good" in strict.stdout + strict.stderr
+    report = json.loads(invoke("validate", "-o", "json", cwd=chat).stdout)
+    assert "workflows/order_update.template.json" in report["files"], report
+    assert report["counts"] == {"error": 0, "warning": 0} and report["findings"] == [], report
+
+
+def test_upgrade_leaves_a_debounced_workflow_alone_and_renders_an_edited_node_anew(
+    chat: Path, invoke: Invoke
+) -> None:
+    assert debounce(invoke, chat, "--max-items", "10").exit_code == 0
+    fresh = path(chat).read_text()
+    first = invoke("upgrade", cwd=chat)
+    assert first.exit_code == 0, explain(first)
+    assert "order_update: wrapped, format 4 -> identical" in first.stdout + first.stderr
+    assert path(chat).read_text() == fresh
+    edited = json.loads(fresh)  # an older render of one node: its sleep read another way
+    sleep = next(n for n in edited["nodes"] if n["name"] == "Debounce Sleep")
+    sleep["parameters"]["amount"] = "={{ $json.sleep * 1 }}"
+    path(chat).write_text(json.dumps(edited, indent=2))
+    second = invoke("upgrade", cwd=chat)
+    assert second.exit_code == 0, explain(second)
+    assert path(chat).read_text() == fresh
+    assert read_debounce(workflow(chat, "order_update")) == DebounceConfig(CHAT, 5, 60, 10)
+    checked = invoke("validate", "--strict", cwd=chat)
+    assert checked.exit_code == 0, explain(checked)
