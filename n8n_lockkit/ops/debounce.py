@@ -143,11 +143,13 @@ def parse(schema: keys.KeySchema, name: str) -> tuple[KeyValue, str] | None:
     return KeyValue(workflow_key, key), found["kind"][1:].split(":")[0]
 
 
-def _scan(store: LockStore, glob: str | None) -> dict[KeyValue, dict[str, list[str]]]:
-    """Every debounce key under the env's prefix, by key value and kind (the key values
-    whose `<workflow key>:<key>` matches `glob`)."""
+def _scan(
+    store: LockStore, glob: str | None, ending: str = ""
+) -> dict[KeyValue, dict[str, list[str]]]:
+    """Every debounce key under the env's prefix (only those ending so, when given), by key
+    value and kind (the key values whose `<workflow key>:<key>` matches `glob`)."""
     found: dict[KeyValue, dict[str, list[str]]] = {}
-    for name in store.scan_keys(f"{store.schema.debounce}*"):
+    for name in store.scan_keys(f"{store.schema.debounce}*{ending}"):
         parsed = parse(store.schema, name)
         if parsed is None or not fnmatchcase(parsed[0].label, glob or "*"):
             continue
@@ -158,7 +160,8 @@ def _scan(store: LockStore, glob: str | None) -> dict[KeyValue, dict[str, list[s
 def open_bursts(store: LockStore, glob: str | None) -> list[OpenBurst]:
     """The key values with events waiting in their open burst, by workflow key and key."""
     bursts = []
-    for where in sorted(_scan(store, glob), key=lambda kv: (kv.workflow_key, kv.key)):
+    with_seq = _scan(store, glob, store.schema.seq)
+    for where in sorted(with_seq, key=lambda kv: (kv.workflow_key, kv.key)):
         burst = read_burst(store, where)
         if burst is not None and burst.waiting:
             bursts.append(burst)
