@@ -233,6 +233,14 @@ def test_a_burst_whose_waiter_was_stopped_runs_with_the_next_event(
         raise
     stop_execution(lockbed.n8n, waiting()[0])
     time.sleep(keys.DEBOUNCE_STALE_MS / 1000 + 1)  # the dead waiter's watch goes stale
+
+    def shown() -> list[tuple[int, str]]:  # what operators see of the burst
+        out = run_cli(
+            lockbed.root, "locks", "--env", "e2e", "--scope", f"{chat}:frank", "-o", "json"
+        )
+        return [(b["waiting"], b["waiter"]) for b in json.loads(out.stdout)["debounces"]]
+
+    wait_until(lambda: shown() == [(1, "stale")], 10, "locks shows the burst with a stale waiter")
     second, _ = send(lockbed, chat, "frank", 1)
     assert_buffered(second, "frank", within=2.0)  # n8n is still cleaning up the stopped one
 
