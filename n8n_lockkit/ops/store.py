@@ -292,8 +292,10 @@ class LockStore:
         return str(value), int(ttl)
 
     def forget_done(self, scope: str, value: str) -> bool:
-        """Delete the done mark of `scope` if it is still `value`."""
-        return bool(self._forget_done(keys=[self.schema.done_key(scope)], args=[value]))
+        """Delete the done mark of `scope` if it is still `value`, and the answer stored with
+        it (a replaying guard's)."""
+        names = [self.schema.done_key(scope), self.schema.answer_key(scope)]
+        return bool(self._forget_done(keys=names, args=[value]))
 
     def values(self, names: list[str]) -> list[str | None]:
         """MGET in slices (a key of another type answers None)."""
