@@ -25,6 +25,7 @@ from n8n_lockkit.primitives.nodekit import (
     INCR_EACH,
     SET_EACH,
     SET_EXPIRING_EACH,
+    SET_STRING_EACH,
     if_,
     js_literal,
     park,
@@ -376,21 +377,13 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     lock is free: the next holder does not wait for them."""
     c = Chain(key, names, origin)
     verdict = c.first(RELEASE_ENTRY)
-    store = {
-        "operation": "set",
-        "key": "={{ $json.key }}",
-        "value": "={{ $json.value }}",
-        "keyType": "string",
-        "expire": "={{ $json.ttl > 0 }}",
-        "ttl": "={{ Math.max(1, $json.ttl) }}",
-    }
     script = templating.expression("engine/lock/release", held=held)
     stats = f"={{{{ {{ incr: {verdict}.incr }} }}}}"
     c.rows(
         [
             Row("lock-release-verdict", RELEASE_ENTRY, set_raw(script), (0, 0)),
             Row("lock-release-items", "Lock Release Items", split_out("set"), (1, 0)),
-            Row("lock-release", "Lock Release", redis(store, False), (2, 0)),
+            Row("lock-release", "Lock Release", redis(SET_STRING_EACH, False), (2, 0)),
             Row("lock-waited", "Lock Waited?", if_(f"{verdict}.incr.length > 0"), (3, 0)),
             Row("lock-wait-stats", "Lock Wait Stats", set_raw(stats), (1, 1)),
             Row("lock-wait-stats-items", "Lock Wait Stats Items", split_out("incr"), (2, 1)),
