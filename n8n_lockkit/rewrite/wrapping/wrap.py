@@ -198,7 +198,9 @@ def _acquire_inline(
         dedupe_key=config.dedupe_key,
     )
     skips = config.on_busy in overlap.SKIPPING or replays
-    group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips, parks=config.park)
+    group = engine.acquire(
+        b.key, inputs, (x + STEP, 0), names, skips=skips, parks=config.park, reads_first=replays
+    )
     if replays:
         replay.duplicates(group)
     elif skips and _responds_by_node(b.workflow, entry):
