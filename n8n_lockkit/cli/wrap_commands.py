@@ -227,8 +227,13 @@ def add_lock_to_workflow(
     help="skip (the default): a duplicate ends at once with a skipped answer (HTTP 200 for a "
     "webhook); error: its execution fails with a message that names the key; replay (webhooks "
     "that answer with their last node or a Respond to Webhook node): it gets the first run's "
-    "answer (status, content type, body), waiting up to 60 s for a first run that still runs "
-    "(then 409).",
+    "answer (status, content type, body), waiting for a first run that still runs (up to "
+    "--max-wait-seconds, then 409).",
+)
+@max_wait_option(
+    60,
+    "With --on-duplicate replay: how long a duplicate waits for a first run that still runs; "
+    "past it, it gets 409 with JSON that names the first execution.",
 )
 @click.option(
     "--max-answer-bytes",
@@ -248,6 +253,7 @@ def add_dedupe(
     key_expression: str | None,
     window_seconds: int | None,
     on_duplicate: str | None,
+    max_wait_seconds: int | str | None,
     max_answer_bytes: int | str | None,
     ttl_seconds: int | str | None,
     envs: Sequence[str],
@@ -286,8 +292,9 @@ def add_dedupe(
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
     given = GuardOptions(
-        key_expression, window_seconds, on_duplicate, ttl_seconds, max_answer_bytes
-    )
+        key_expression, window_seconds, on_duplicate, ttl_seconds, max_answer_bytes,
+        max_wait_seconds,
+    )  # fmt: skip
     plan = rewrite.plan_add_dedupe(workspace, workflow_key, given, selected)
     apply_plan(workspace, plan, dry_run=dry_run, fmt=fmt)
 

@@ -110,15 +110,26 @@ def test_switching_replay_back_to_skip_gives_the_skip_form_byte_for_byte(
     assert text(locked, "order_update") == skipping
 
 
-def test_the_answer_cap_is_kept_on_a_rerun_and_shown_in_json(locked: Path, invoke: Invoke) -> None:
-    assert replay(invoke, locked, "order_update", "--max-answer-bytes", "1000").exit_code == 0
+def test_the_answer_cap_and_max_wait_are_kept_on_a_rerun_and_shown_in_json(
+    locked: Path, invoke: Invoke
+) -> None:
+    flags = ("--max-answer-bytes", "1000", "--max-wait-seconds", "5")
+    assert replay(invoke, locked, "order_update", *flags).exit_code == 0
     result = add_dedupe(invoke, locked, "order_update", "-o", "json")
     assert result.exit_code == 0, explain(result)
-    shown = json.loads(result.stdout)
-    dedupe = json.dumps(shown)
-    assert '"on_duplicate": "replay"' in dedupe and '"max_answer_bytes": 1000' in dedupe, shown
+    shown = json.dumps(json.loads(result.stdout))
+    for setting in (
+        '"on_duplicate": "replay"',
+        '"max_answer_bytes": 1000',
+        '"max_wait_seconds": 5',
+    ):
+        assert setting in shown, shown
     guard = read_guard(workflow(locked, "order_update"))
-    assert guard is not None and guard.max_answer_bytes == 1000
+    assert guard is not None and (guard.max_answer_bytes, guard.max_wait_seconds) == (1000, 5)
+    result = add_dedupe(invoke, locked, "order_update", "--max-wait-seconds", "default")
+    assert result.exit_code == 0, explain(result)
+    guard = read_guard(workflow(locked, "order_update"))
+    assert guard is not None and (guard.max_answer_bytes, guard.max_wait_seconds) == (1000, 60)
 
 
 @pytest.mark.parametrize(
@@ -153,10 +164,20 @@ def test_replay_refuses_a_binary_answer(corpus: Path, invoke: Invoke) -> None:
     assert "Hint: answer with JSON or text" in result.stderr
 
 
-def test_an_answer_cap_without_replay_is_refused(locked: Path, invoke: Invoke) -> None:
-    result = add_dedupe(invoke, locked, "order_update", "--max-answer-bytes", "10")
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        ("--max-answer-bytes", "--max-answer-bytes caps the answers --on-duplicate replay stores"),
+        ("--max-wait-seconds", "--max-wait-seconds is how long a duplicate of --on-duplicate "
+         "replay waits"),
+    ],
+)  # fmt: skip
+def test_replays_options_without_replay_are_refused(
+    locked: Path, invoke: Invoke, flag: str, said: str
+) -> None:
+    result = add_dedupe(invoke, locked, "order_update", flag, "10")
     assert result.exit_code == 3, explain(result)
-    assert "--max-answer-bytes caps the answers --on-duplicate replay stores" in result.stderr
+    assert said in result.stderr, explain(result)
 
 
 def test_dry_run_writes_nothing(locked: Path, invoke: Invoke) -> None:

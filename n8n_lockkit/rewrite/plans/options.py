@@ -98,6 +98,7 @@ class GuardOptions:
     on_duplicate: Word = None
     ttl_seconds: Number = None
     max_answer_bytes: Number = None
+    max_wait_seconds: Number = None
 
 
 @dataclass(frozen=True)
@@ -225,20 +226,26 @@ def merged_guard(
     on_duplicate = given.on_duplicate
     if on_duplicate is not None and on_duplicate != DEFAULT:
         _one_of("on-duplicate", on_duplicate, ON_DUPLICATE)
-    max_bytes = given.max_answer_bytes
+    max_bytes, max_wait = given.max_answer_bytes, given.max_wait_seconds
     if isinstance(max_bytes, int):
         _at_least("max-answer-bytes", max_bytes, 1, "how large an answer replay stores")
+    if isinstance(max_wait, int):
+        _at_least("max-wait-seconds", max_wait, 1, "how long a duplicate waits for the first run")
     ttl, note = _ttl(given.ttl_seconds, current, default_ttl, "duplicate guard")
     on_busy = _pick(on_duplicate, current, GUARD_DEFAULTS, "on_busy")
-    if max_bytes not in (None, DEFAULT) and on_busy != "replay":
-        raise OptionError(
-            "--max-answer-bytes caps the answers --on-duplicate replay stores",
-            hint="add --on-duplicate replay, or leave --max-answer-bytes out",
-        )
+    for option, value, what in (
+        ("max-answer-bytes", max_bytes, "caps the answers --on-duplicate replay stores"),
+        ("max-wait-seconds", max_wait, "is how long a duplicate of --on-duplicate replay waits"),
+    ):
+        if value not in (None, DEFAULT) and on_busy != "replay":
+            raise OptionError(
+                f"--{option} {what}",
+                hint=f"add --on-duplicate replay, or leave --{option} out",
+            )
     guard = LockConfig(
         scope=scope_of(key),
         ttl_seconds=ttl,
-        max_wait_seconds=_guard_max_wait(current, on_busy),
+        max_wait_seconds=_guard_max_wait(current, on_busy, max_wait),
         on_busy=on_busy,
         lock_on_error=True,
         dedupe_window_seconds=_pick(window, current, GUARD_DEFAULTS, "dedupe_window_seconds"),
@@ -248,10 +255,14 @@ def merged_guard(
     return guard, note
 
 
-def _guard_max_wait(current: LockConfig | None, on_busy: str) -> int:
-    """How long a duplicate waits for the first run: only a replaying guard's waits (60 s);
-    another guard's turns it away at once (the lock's default stands, unused)."""
-    if current is not None and (current.on_busy == "replay") == (on_busy == "replay"):
+def _guard_max_wait(current: LockConfig | None, on_busy: str, given: Number) -> int:
+    """How long a duplicate waits for the first run: only a replaying guard's waits (`given`,
+    else what it had, else 60 s); another guard's turns it away at once (the lock's default
+    stands, unused)."""
+    if on_busy == "replay" and isinstance(given, int):
+        return given
+    kept = current is not None and (current.on_busy == "replay") == (on_busy == "replay")
+    if given != DEFAULT and current is not None and kept:
         return current.max_wait_seconds
     return REPLAY_MAX_WAIT_SECONDS if on_busy == "replay" else LOCK_DEFAULTS.max_wait_seconds
 
@@ -346,7 +357,11 @@ def guard_settings(guard: LockConfig | None) -> dict[str, Any] | None:
         "window_seconds": guard.dedupe_window_seconds,
         "on_duplicate": guard.on_busy,
         "ttl_seconds": guard.ttl_seconds,
-        **({"max_answer_bytes": guard.max_answer_bytes} if guard.on_busy == "replay" else {}),
+        **(
+            {"max_wait_seconds": guard.max_wait_seconds, "max_answer_bytes": guard.max_answer_bytes}
+            if guard.on_busy == "replay"
+            else {}
+        ),
     }
 
 
