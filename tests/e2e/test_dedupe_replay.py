@@ -48,6 +48,15 @@ def _responding(key: str) -> dict[str, Any]:
     return workflow
 
 
+def _unanswered(key: str) -> dict[str, Any]:
+    """_responding's body with its Respond to Webhook node disabled: a run that answers nothing."""
+    workflow = _responding(key)
+    for node in workflow["nodes"]:
+        if node["name"] == "Answer":
+            node["disabled"] = True
+    return workflow
+
+
 def _install(bed: LockBed, name: str, by_node: bool, *flags: str) -> str:
     make = _responding if by_node else _failing
     return install(bed, name, "--on-duplicate", "replay", *flags, window=WINDOW, make=make)
@@ -157,6 +166,18 @@ def test_a_duplicate_that_waits_past_its_max_wait_gets_409_naming_the_first_exec
         assert busy.body["reason"] == "first run still running", busy.body
         assert busy.body["key"] == key and str(busy.body["first_execution_id"]).isdigit(), busy
         assert first.result().status == 201
+    assert sorted(spans(lockbed, key)) == [0]
+
+
+def test_a_duplicate_of_a_run_that_answered_nothing_is_told_no_answer_was_stored(
+    lockbed: LockBed, key: str
+) -> None:
+    workflow = install(lockbed, "replay_none", "--on-duplicate", "replay", make=_unanswered)
+    call(lockbed, workflow, key, 0)
+    duplicate = call(lockbed, workflow, key, 1)
+    assert duplicate.status == 200, f"{duplicate}: {_last_error(lockbed, workflow)}"
+    assert duplicate.body["skipped"] is True, duplicate.body
+    assert duplicate.body["reason"] == "no answer stored", duplicate.body
     assert sorted(spans(lockbed, key)) == [0]
 
 
