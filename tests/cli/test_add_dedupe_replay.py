@@ -185,3 +185,19 @@ def test_dry_run_writes_nothing(locked: Path, invoke: Invoke) -> None:
     result = replay(invoke, locked, "order_update", "--dry-run")
     assert result.exit_code == 0, explain(result)
     assert text(locked, "order_update") == before
+
+
+def test_replay_refuses_a_last_node_webhook_that_answers_binary_data(
+    locked: Path, invoke: Invoke
+) -> None:
+    path = locked / "workflows" / "order_update.template.json"
+    body = json.loads(path.read_text())
+    for each in body["nodes"]:
+        if each["name"] == "Webhook":
+            each["parameters"]["responseData"] = "firstEntryBinary"
+    path.write_text(json.dumps(body, indent=2) + "\n")
+    before = path.read_text()
+    result = replay(invoke, locked, "order_update")
+    assert result.exit_code == 3, explain(result)
+    assert "webhook 'Webhook' answers with binary data" in result.stderr, explain(result)
+    assert path.read_text() == before

@@ -98,7 +98,8 @@ def check(workflow: Workflow, triggers: list[str]) -> None:
             )
         options = graph.as_dict(parameters.get("options"))
         data = parameters.get("responseData", "firstEntryJson")
-        binary = data == "firstEntryBinary" or options.get("responsePropertyName")
+        picked = data == "firstEntryJson" and options.get("responsePropertyName")
+        binary = data == "firstEntryBinary" or picked
         if mode == "lastNode" and binary:
             raise _refuse(
                 f"webhook {name!r} answers with binary data or one property of an item, which "
@@ -121,9 +122,8 @@ def _check_respond(node: Node) -> None:
             "stored (only status, content type and a text or JSON body are)",
             f"answer with JSON or text, or {_HINT}",
         )
-    if float(node.get("typeVersion", 1)) < RESPONSE_OUTPUT_VERSION and str(respond_with).startswith(
-        "="
-    ):
+    raised = float(node.get("typeVersion", 1)) < RESPONSE_OUTPUT_VERSION
+    if raised and str(respond_with).startswith("="):
         raise _refuse(
             f"Respond to Webhook node {name!r} (version {node.get('typeVersion')}) picks what "
             "it answers with by an expression, which its version "
