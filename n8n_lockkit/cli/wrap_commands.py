@@ -223,9 +223,24 @@ def add_lock_to_workflow(
 )
 @click.option(
     "--on-duplicate",
-    type=OneOf(("skip", "error"), "skip"),
+    type=OneOf(("skip", "error", "replay"), "skip"),
     help="skip (the default): a duplicate ends at once with a skipped answer (HTTP 200 for a "
-    "webhook); error: its execution fails with a message that names the key.",
+    "webhook); error: its execution fails with a message that names the key; replay (webhooks "
+    "that answer with their last node or a Respond to Webhook node): it gets the first run's "
+    "answer (status, content type, body), waiting for a first run that still runs (up to "
+    "--max-wait-seconds, then 409).",
+)
+@max_wait_option(
+    60,
+    "With --on-duplicate replay: how long a duplicate waits for a first run that still runs; "
+    "past it, it gets 409 with JSON that names the first execution.",
+)
+@click.option(
+    "--max-answer-bytes",
+    type=Count(),
+    metavar="BYTES",
+    help="With --on-duplicate replay: the largest answer body stored (default 65536); the "
+    "duplicates of a larger one get a skipped answer that says so.",
 )
 @ttl_option("a key stays taken by an execution that never ends")
 @env_option("Env to check the error handler in", multiple=True)
@@ -238,6 +253,8 @@ def add_dedupe(
     key_expression: str | None,
     window_seconds: int | None,
     on_duplicate: str | None,
+    max_wait_seconds: int | str | None,
+    max_answer_bytes: int | str | None,
     ttl_seconds: int | str | None,
     envs: Sequence[str],
     dry_run: bool,
@@ -248,7 +265,8 @@ def add_dedupe(
     The first execution with a key runs the body; another with that key that starts while
     it runs, or within --window-seconds after it succeeded, does not: it ends at once with
     {"skipped": true, "reason": "duplicate", "key": ..., "first_execution_id": ...} (or
-    fails, with --on-duplicate error). Of simultaneous duplicates exactly one runs. A failed
+    fails, with --on-duplicate error; with --on-duplicate replay it waits for the first run
+    and gets its answer). Of simultaneous duplicates exactly one runs. A failed
     execution frees its key within seconds (the cleanup handler becomes the workflow's error
     workflow: `create-lock --include-error-handler` first). With add-rate-limit's limits and
     add-lock-to-workflow's lock on the same workflow the guard runs first: a duplicate spends
@@ -263,6 +281,9 @@ def add_dedupe(
             --key-expression "={{ $json.body.id }}" --window-seconds 86400
         n8nlock add-dedupe --workflow-key nightly --key-expression nightly \\
             --window-seconds 600 --on-duplicate error
+        n8nlock add-dedupe --workflow-key payments \\
+            --key-expression "={{ $json.headers['idempotency-key'] }}" \\
+            --window-seconds 86400 --on-duplicate replay
     """
     from n8n_lockkit.rewrite.plans import wrap_plans as rewrite
     from n8n_lockkit.rewrite.plans.options import GuardOptions
@@ -270,7 +291,10 @@ def add_dedupe(
 
     workspace = app.workspace()
     selected = envconfig.select_envs(workspace, envs)
-    given = GuardOptions(key_expression, window_seconds, on_duplicate, ttl_seconds)
+    given = GuardOptions(
+        key_expression, window_seconds, on_duplicate, ttl_seconds, max_answer_bytes,
+        max_wait_seconds,
+    )  # fmt: skip
     plan = rewrite.plan_add_dedupe(workspace, workflow_key, given, selected)
     apply_plan(workspace, plan, dry_run=dry_run, fmt=fmt)
 

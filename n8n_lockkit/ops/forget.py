@@ -2,7 +2,8 @@
 
 A guard's success leaves `n8nlock:done:<scope>` (primitives/keys.py) for the window, which turns
 the key's duplicates away. Forgetting deletes that mark, only if it is still the one shown (a
-success meanwhile wrote a new one, which stays). An execution of the key that runs now holds
+success meanwhile wrote a new one, which stays), and with it the answer a replaying guard
+stored (`n8nlock:answer:<scope>`). An execution of the key that runs now holds
 the guard's lock, not the mark: forget leaves it alone and says so.
 
 Example:

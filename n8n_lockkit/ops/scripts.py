@@ -220,10 +220,13 @@ FORGET_MARKER_WINDOW = 1000
 # Forget a duplicate guard's mark of a success, only if it is still the mark that was shown
 # (a success of the key meanwhile wrote a new one, which stays).
 # KEYS: the done mark. ARGV: its value as read.
+# KEYS[2]: the answer a replaying guard stored with the mark (`--on-duplicate replay`); it goes
+# with the mark.
 FORGET_DONE_IF_UNCHANGED = """
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then return 0 end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
+if redis.call('TYPE', KEYS[2])['ok'] == 'string' then redis.call('DEL', KEYS[2]) end
 return 1
 """
 

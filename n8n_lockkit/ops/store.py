@@ -293,8 +293,10 @@ class LockStore:
         return str(value), int(ttl)
 
     def forget_done(self, scope: str, value: str) -> bool:
-        """Delete the done mark of `scope` if it is still `value`."""
-        return bool(self._forget_done(keys=[self.schema.done_key(scope)], args=[value]))
+        """Delete the done mark of `scope` if it is still `value`, and the answer stored with
+        it (a replaying guard's)."""
+        names = [self.schema.done_key(scope), self.schema.answer_key(scope)]
+        return bool(self._forget_done(keys=names, args=[value]))
 
     def debounce_burst(self, base: str, max_tickets: int) -> list[Any]:
         """A debounce key value's open burst, read at one instant (scripts.DEBOUNCE_BURST)."""

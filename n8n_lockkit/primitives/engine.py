@@ -25,6 +25,7 @@ from n8n_lockkit.primitives.nodekit import (
     INCR_EACH,
     SET_EACH,
     SET_EXPIRING_EACH,
+    SET_STRING_EACH,
     if_,
     js_literal,
     park,
@@ -172,14 +173,17 @@ def _input_js(inputs: LockInputs, parks: bool) -> str:
     return f"const input = {{ {pairs} }};"
 
 
-def _scripts(c: Chain, inputs: LockInputs, options: EngineOptions, parks: bool) -> dict[str, str]:
+def _scripts(
+    c: Chain, inputs: LockInputs, options: EngineOptions, parks: bool, reads_first: bool = False
+) -> dict[str, str]:
     """The acquire chain's scripts, by the node that runs each. Lock Decide reads its own last
     decision: n8n's `$()` gives a node's last finished run, and the run in progress is not one
     yet."""
     context = c.first("Lock Context")
     decision = c.first("Lock Decide")
     previous = {"decided": f"{c.ref('Lock Decide')}.isExecuted", "decision": decision}
-    tuning = {**TUNING, "park": parks, **(PARK_TUNING if parks else {})}
+    tuning = {**TUNING, "park": parks, "reads_first": reads_first}
+    tuning |= PARK_TUNING if parks else {}
     parked = {"parked": c.ref("Lock Park"), "woke": c.ref("Lock Wake")} if parks else {}
     look = templating.call(
         "engine/lock/read",
@@ -333,6 +337,7 @@ def acquire(
     options: EngineOptions = EngineOptions(),
     skips: bool = False,
     parks: bool = False,
+    reads_first: bool = False,
 ) -> Chain:
     """The acquire chain. `entry` takes the caller's items (the first one is read); the exit
     `held` gives the held lock's record (one item per SET), a refusal stops the execution.
@@ -343,11 +348,15 @@ def acquire(
 
     With `parks` a waiter far back in line parks (PARK_LIMIT_S) instead of sleeping, and the
     next in line wakes the one behind it: only for a caller whose execution may end its run
-    and be resumed (not a sub-workflow's, not a webhook's in queue mode)."""
+    and be resumed (not a sub-workflow's, not a webhook's in queue mode).
+
+    With `reads_first` a waiter reads the line before it sleeps, however far back it is: a
+    replaying duplicate guard's, whose first read finds the key's done mark when the first
+    run has succeeded (the sleep of one far back in line would delay every retry's answer)."""
     c = Chain(key, names, origin)
     waiting = _ROUTES + (_PARK_ROUTES if parks else ())
     routes = _routes(waiting, skips)
-    s = _scripts(c, inputs, options, parks)
+    s = _scripts(c, inputs, options, parks, reads_first)
     c.rows(_acquire_rows(c, s, routes))
     c.entry = c.name("Lock Context")
     c.link(_ACQUIRE_EDGES)
@@ -376,21 +385,13 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
     lock is free: the next holder does not wait for them."""
     c = Chain(key, names, origin)
     verdict = c.first(RELEASE_ENTRY)
-    store = {
-        "operation": "set",
-        "key": "={{ $json.key }}",
-        "value": "={{ $json.value }}",
-        "keyType": "string",
-        "expire": "={{ $json.ttl > 0 }}",
-        "ttl": "={{ Math.max(1, $json.ttl) }}",
-    }
     script = templating.expression("engine/lock/release", held=held)
     stats = f"={{{{ {{ incr: {verdict}.incr }} }}}}"
     c.rows(
         [
             Row("lock-release-verdict", RELEASE_ENTRY, set_raw(script), (0, 0)),
             Row("lock-release-items", "Lock Release Items", split_out("set"), (1, 0)),
-            Row("lock-release", "Lock Release", redis(store, False), (2, 0)),
+            Row("lock-release", "Lock Release", redis(SET_STRING_EACH, False), (2, 0)),
             Row("lock-waited", "Lock Waited?", if_(f"{verdict}.incr.length > 0"), (3, 0)),
             Row("lock-wait-stats", "Lock Wait Stats", set_raw(stats), (1, 1)),
             Row("lock-wait-stats-items", "Lock Wait Stats Items", split_out("incr"), (2, 1)),

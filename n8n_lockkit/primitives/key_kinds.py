@@ -10,6 +10,7 @@ from n8n_lockkit.primitives.keys import (
     ALIVE_FRESH_MS,
     ALIVE_SUFFIX,
     ALIVE_TTL_SECONDS,
+    ANSWER_PREFIX,
     BEACON_AFTER_MS,
     CLAIM_SUFFIX,
     DEBOUNCE_AFTER_SUFFIX,
@@ -236,6 +237,19 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "the guard's Dedupe Read Line (last, with the line); `n8nlock forget` (which deletes it)",
         "the key ran successfully: later callers of the key are turned away as duplicates "
         "until the window ends.",
+    ),
+    KeyKind(
+        "answer",
+        f"{_NS}{ANSWER_PREFIX}{DEDUPE_SCOPE_PREFIX}<workflow key>-<key>",
+        "string (JSON `{status, content_type, body, execution_id}`, or `{too_large, bytes, "
+        "cap, execution_id}`)",
+        "the guard's window",
+        "a replaying guard (`--on-duplicate replay`): Dedupe Store Answer, when the first "
+        "run's webhook is answered",
+        "the guard's Dedupe Replay Read (a duplicate's answer); `n8nlock forget` (which "
+        "deletes it)",
+        "what the first run of the key answered its webhook: its duplicates get the same "
+        "status, content type and body until the window ends.",
     ),
     KeyKind(
         "slots",

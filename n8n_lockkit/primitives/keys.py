@@ -68,6 +68,9 @@ STATS_TTL_SECONDS = 8 * 86400
 # `n8nlock:done:<that scope>` (TTL: the window), which turns the key's duplicates away.
 DEDUPE_SCOPE_PREFIX = "dedupe-"
 DONE_PREFIX = "n8nlock:done:"
+# A guard with --on-duplicate replay also stores the first run's answer under
+# `n8nlock:answer:<that scope>` (TTL: the window), which its duplicates are answered with.
+ANSWER_PREFIX = "n8nlock:answer:"
 # A release this close to its lock's expiry leaves the key to its TTL instead of deleting it.
 RELEASE_MARGIN_SECONDS = 2
 # Histogram buckets of the wait before an acquisition (seconds; `inf` above the last).
@@ -196,6 +199,10 @@ class KeySchema:
         return self.namespace + DONE_PREFIX
 
     @property
+    def answer(self) -> str:
+        return self.namespace + ANSWER_PREFIX
+
+    @property
     def rate(self) -> str:
         return self.namespace + RATE_PREFIX
 
@@ -245,6 +252,10 @@ class KeySchema:
     def done_key(self, scope: str) -> str:
         """A duplicate guard's mark of a success of the key whose scope this is."""
         return f"{self.done}{scope}"
+
+    def answer_key(self, scope: str) -> str:
+        """A replaying guard's stored answer of the success of the key whose scope this is."""
+        return f"{self.answer}{scope}"
 
     def parse_key(self, key: str) -> tuple[str, str, int | None] | None:
         """(scope, kind, number) of a key under `lock`, or None for another prefix.

@@ -305,3 +305,12 @@ SET_EACH = {
 # and each key's type follows from its value (an object is a hash), so `expire` and `keyType`
 # need no expression per item.
 SET_EXPIRING_EACH = {**SET_EACH, "keyType": "automatic", "expire": True}
+# A string per item, `$json.value` under `$json.key`, for `$json.ttl` seconds (0: no TTL).
+SET_STRING_EACH = {
+    "operation": "set",
+    "key": "={{ $json.key }}",
+    "value": "={{ $json.value }}",
+    "keyType": "string",
+    "expire": "={{ $json.ttl > 0 }}",
+    "ttl": "={{ Math.max(1, $json.ttl) }}",
+}

@@ -43,7 +43,7 @@ BAD_VALUES = [
     (DEDUPE, "--ttl-seconds 4", "--ttl-seconds must be at least 5, not 4"),
     (DEDUPE, "--window-seconds 0", "--window-seconds must be at least 1, not 0"),
     (DEDUPE, "--window-seconds default", "--window-seconds takes a whole number, not 'default'"),
-    (DEDUPE, "--on-duplicate drop", "--on-duplicate 'drop' is not one of skip, error"),
+    (DEDUPE, "--on-duplicate drop", "--on-duplicate 'drop' is not one of skip, error, replay"),
     (RATE, "--limit 0", "--limit must be at least 1, not 0"),
     (RATE, "--window-seconds -1", "--window-seconds must be at least 1, not -1"),
     (RATE, "--max-wait-seconds 0", "--max-wait-seconds must be at least 1, not 0"),

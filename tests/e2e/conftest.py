@@ -37,6 +37,7 @@ QUEUE_SUITE = frozenset(
         "test_overlap_policies.py",
         "test_dedupe.py",
         "test_dedupe_composed.py",
+        "test_dedupe_replay.py",
         "test_parking_queue.py",
         "test_debounce.py",
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -71,10 +72,16 @@ def _failing(key: str) -> dict[str, Any]:
 
 
 def install(
-    bed: LockBed, name: str, *flags: str, retrying: bool = False, window: int = WINDOW
+    bed: LockBed,
+    name: str,
+    *flags: str,
+    retrying: bool = False,
+    window: int = WINDOW,
+    make: Callable[[str], dict[str, Any]] = _failing,
 ) -> str:
+    """The guarded workflow `make(key)` (the failing body by default), pushed and active."""
     key = f"{name}_{uuid.uuid4().hex[:6]}"
-    body = _failing(key)
+    body = make(key)
     if retrying:  # as in test_lock_stalls: n8n 2.x fails an expression a stop interrupts
         for node in body["nodes"]:
             if node["type"] != "n8n-nodes-base.webhook":

@@ -46,6 +46,9 @@ GUARD = LockConfig(
     dedupe_window_seconds=600,
     dedupe_key="={{ $json.body.eventId }}",
 )
+# --on-duplicate replay: its duplicates wait 60 s for the first run, answers up to 4 KB.
+REPLAY = LockConfig(**{**GUARD.__dict__, "max_wait_seconds": 60, "on_busy": "replay",
+                       "max_answer_bytes": 4096})  # fmt: skip
 RATE = RateLimitConfig("=api-{{ $json.body.customer }}", 5, 60, "passthrough")
 RATES = (
     RateLimitConfig("api", 10, 1, "passthrough"),
@@ -68,6 +71,7 @@ FORMS: dict[str, Forms] = {
     "fixed": (None, FIXED, None),  # a fixed window alone: no slots, no Commit, no Restamp
     "guard": (None, None, GUARD),
     "guard-rate-lock": (LOCK, RATE, GUARD),
+    "replay": (None, None, REPLAY),
     "renew": (LOCK, None, None),  # renewing before the body's first node
     "park": (PARK, None, None),  # waiters park (refused for a webhook that answers last)
 }

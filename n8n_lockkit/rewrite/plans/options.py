@@ -36,7 +36,8 @@ _TTL_HINT = (
 )
 LOCK_DEFAULTS = LockConfig(scope="")
 RATE_DEFAULTS = RateLimitConfig(scope="", limit=1, window_seconds=1)
-ON_DUPLICATE = ("skip", "error")
+ON_DUPLICATE = ("skip", "error", "replay")
+REPLAY_MAX_WAIT_SECONDS = 60  # how long a replaying guard's duplicate waits for the first run
 GUARD_DEFAULTS = LockConfig(scope="", on_busy="skip")
 
 T = TypeVar("T")
@@ -96,6 +97,8 @@ class GuardOptions:
     window_seconds: Number = None
     on_duplicate: Word = None
     ttl_seconds: Number = None
+    max_answer_bytes: Number = None
+    max_wait_seconds: Number = None
 
 
 @dataclass(frozen=True)
@@ -223,17 +226,45 @@ def merged_guard(
     on_duplicate = given.on_duplicate
     if on_duplicate is not None and on_duplicate != DEFAULT:
         _one_of("on-duplicate", on_duplicate, ON_DUPLICATE)
+    max_bytes, max_wait = given.max_answer_bytes, given.max_wait_seconds
+    if isinstance(max_bytes, int):
+        _at_least("max-answer-bytes", max_bytes, 1, "how large an answer replay stores")
+    if isinstance(max_wait, int):
+        _at_least("max-wait-seconds", max_wait, 1, "how long a duplicate waits for the first run")
     ttl, note = _ttl(given.ttl_seconds, current, default_ttl, "duplicate guard")
+    on_busy = _pick(on_duplicate, current, GUARD_DEFAULTS, "on_busy")
+    for option, value, what in (
+        ("max-answer-bytes", max_bytes, "caps the answers --on-duplicate replay stores"),
+        ("max-wait-seconds", max_wait, "is how long a duplicate of --on-duplicate replay waits"),
+    ):
+        if value not in (None, DEFAULT) and on_busy != "replay":
+            raise OptionError(
+                f"--{option} {what}",
+                hint=f"add --on-duplicate replay, or leave --{option} out",
+            )
     guard = LockConfig(
         scope=scope_of(key),
         ttl_seconds=ttl,
-        max_wait_seconds=current.max_wait_seconds if current else LOCK_DEFAULTS.max_wait_seconds,
-        on_busy=_pick(on_duplicate, current, GUARD_DEFAULTS, "on_busy"),
+        max_wait_seconds=_guard_max_wait(current, on_busy, max_wait),
+        on_busy=on_busy,
         lock_on_error=True,
         dedupe_window_seconds=_pick(window, current, GUARD_DEFAULTS, "dedupe_window_seconds"),
         dedupe_key=key,
+        max_answer_bytes=_pick(max_bytes, current, GUARD_DEFAULTS, "max_answer_bytes"),
     )
     return guard, note
+
+
+def _guard_max_wait(current: LockConfig | None, on_busy: str, given: Number) -> int:
+    """How long a duplicate waits for the first run: only a replaying guard's waits (`given`,
+    else what it had, else 60 s); another guard's turns it away at once (the lock's default
+    stands, unused)."""
+    if on_busy == "replay" and isinstance(given, int):
+        return given
+    kept = current is not None and (current.on_busy == "replay") == (on_busy == "replay")
+    if given != DEFAULT and current is not None and kept:
+        return current.max_wait_seconds
+    return REPLAY_MAX_WAIT_SECONDS if on_busy == "replay" else LOCK_DEFAULTS.max_wait_seconds
 
 
 def _rate_index(limits: Sequence[RateLimitConfig], scope: str | None, workflow: str) -> int | None:
@@ -326,6 +357,11 @@ def guard_settings(guard: LockConfig | None) -> dict[str, Any] | None:
         "window_seconds": guard.dedupe_window_seconds,
         "on_duplicate": guard.on_busy,
         "ttl_seconds": guard.ttl_seconds,
+        **(
+            {"max_wait_seconds": guard.max_wait_seconds, "max_answer_bytes": guard.max_answer_bytes}
+            if guard.on_busy == "replay"
+            else {}
+        ),
     }
 
 

@@ -25,7 +25,8 @@ class LockConfig:
     scope: str
     ttl_seconds: int | None = 86400  # None: add-lock-to-workflow picks it from the workflow
     max_wait_seconds: int = 86400
-    on_busy: str = "wait"  # wait | error (--fail-fast) | skip | buffer-one (engine.ON_BUSY)
+    # wait | error (--fail-fast) | skip | buffer-one (engine.ON_BUSY); a guard's may be replay
+    on_busy: str = "wait"
     lock_on_error: bool = False
     renew_before: tuple[str, ...] = ()  # body nodes that renew the lock before they run
     max_concurrent: int = 1  # N > 1: a semaphore of N slots
@@ -36,6 +37,8 @@ class LockConfig:
     dedupe_key: str | None = None  # the key expression as the user gave it
     # Waiters far back in line park (engine.acquire(parks=True)): they hold no n8n capacity.
     park: bool = False
+    # add-dedupe --on-duplicate replay: a larger answer is not stored (replay.py).
+    max_answer_bytes: int = 65536
 
     @property
     def dedupe(self) -> bool:

@@ -18,6 +18,7 @@ from n8n_lockkit.rewrite.wrapping.configs import (
     WrapError,
 )
 from n8n_lockkit.rewrite.wrapping.nodes import role_of
+from n8n_lockkit.rewrite.wrapping.replay import restore as restore_response_outputs
 from n8n_lockkit.rewrite.wrapping.respond import restore as restore_webhooks
 from n8n_lockkit.rewrite.wrapping.settings import (
     BEFORE_EMPTY_ERROR_WORKFLOW,
@@ -202,6 +203,7 @@ def _inline_lock(workflow: Workflow, inline: Any) -> LockConfig:
         dedupe_window_seconds=_optional_int(inline.get("dedupe_window_seconds")),
         dedupe_key=_optional_str(inline.get("dedupe_key")),
         park=inline.get("park") is True,
+        max_answer_bytes=int(inline.get("max_answer_bytes", LockConfig.max_answer_bytes)),
     )
 
 
@@ -237,6 +239,7 @@ def unwrap(workflow: Workflow) -> Workflow:
     lock, _ = read_configs(result)
     guard = read_guard(result)
     rate_shift = _rate_shift(result)
+    restore_response_outputs(result)
     restore_webhooks(result)
     graph.normalise(result)
     connections = result["connections"]

@@ -44,7 +44,7 @@ from n8n_lockkit.primitives import engine, nodekit, overlap, rate
 from n8n_lockkit.primitives.chain import Chain, Names, Row
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Entry, Workflow
-from n8n_lockkit.rewrite.wrapping import configs, notes, refusals, release_side, respond
+from n8n_lockkit.rewrite.wrapping import configs, notes, refusals, release_side, replay, respond
 from n8n_lockkit.rewrite.wrapping.builder import (
     INPUT_1_ONCE_ALL_ARRIVED,
     STEP,
@@ -186,18 +186,24 @@ def _acquire_inline(
     trigger = entry_label(b.workflow, entry)
     label = "" if b.single_entry else trigger
     names = Names(label, kind="Dedupe" if config.dedupe else "Lock")
+    # A replaying guard's duplicates wait in line for the first run (replay.py).
+    replays = config.on_busy == replay.REPLAY
     inputs = engine.LockInputs(
         scope=config.scope,
         ttl_seconds=config.ttl_seconds,
         max_wait_seconds=config.max_wait_seconds,
-        on_busy=config.on_busy,
+        on_busy="wait" if replays else config.on_busy,
         slots=config.max_concurrent,
         dedupe_window=config.dedupe_window_seconds,
         dedupe_key=config.dedupe_key,
     )
-    skips = config.on_busy in overlap.SKIPPING
-    group = engine.acquire(b.key, inputs, (x + STEP, 0), names, skips=skips, parks=config.park)
-    if skips and _responds_by_node(b.workflow, entry):
+    skips = config.on_busy in overlap.SKIPPING or replays
+    group = engine.acquire(
+        b.key, inputs, (x + STEP, 0), names, skips=skips, parks=config.park, reads_first=replays
+    )
+    if replays:
+        replay.duplicates(group)
+    elif skips and _responds_by_node(b.workflow, entry):
         _respond_skipped(group)
     role, title = ("frame-dedupe", notes.DEDUPE_NOTE) if config.dedupe else LOCK_FRAME
     text = notes.lock(b.key, config)
@@ -253,6 +259,9 @@ def _config_note(config: LockConfig) -> dict[str, object]:
             else {}
         ),
         **({"park": True} if config.park else {}),
+        **(
+            {"max_answer_bytes": config.max_answer_bytes} if config.on_busy == replay.REPLAY else {}
+        ),
     }
 
 
@@ -355,6 +364,9 @@ def wrap(
     refusals.check_shape(workflow)
     _check_composition(key, lock, guard)
     entries = trigger_entries(workflow)
+    replays = guard is not None and guard.on_busy == replay.REPLAY
+    if replays:
+        replay.check(workflow, [e.node for e in entries])
     ends = graph.terminal_outputs(workflow, dict.fromkeys(e.node for e in entries))
     shift = (configs.INLINE_RATE_SHIFT if rates else 0) + sum(
         c.shift for c in (lock, guard) if c is not None
@@ -385,11 +397,27 @@ def wrap(
         handler = set_error_workflow(workflow, needed_by, own_cleanup=own_cleanup)
         note_before(workflow, [*order, *handler])
     b.frames()
-    # A parked waiter's "last node" webhook would be answered at the park (with the Wait's
-    # items): Lock Respond answers it at the end instead, as "last node" would have.
-    if respond_by_node or (lock is not None and lock.park):
+    respond_by_node = respond_by_node or (lock is not None and lock.park)
+    return _answers(workflow, key, entries, guard if replays else None, chains, respond_by_node)
+
+
+def _answers(
+    workflow: Workflow,
+    key: str,
+    entries: list[Entry],
+    replaying: LockConfig | None,
+    chains: dict[str, list[str]],
+    respond_by_node: bool,
+) -> Workflow:
+    """A parked waiter's "last node" webhook would be answered at the park (with the Wait's
+    items), and a replaying guard stores what a Respond to Webhook node answered: Lock Respond
+    answers it at the end instead, as "last node" would have."""
+    if respond_by_node or replaying:
         for trigger in respond.last_node_webhooks(workflow, [e.node for e in entries]):
             workflow = respond.respond_by_node(workflow, trigger, key)
+    if replaying:
+        record = release_side.record(chains["guard"])
+        replay.store_answers(workflow, key, record, replaying.max_answer_bytes)
     return workflow
 
 

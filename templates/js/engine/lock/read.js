@@ -48,6 +48,10 @@ if (!fast && ctx.on_busy === 'wait' && N === 1 && lastOut >= 1 && averageMs !== 
 // A waiter that may park reads the line first: it parks rather than sleep in its slot.
 if (ahead >= 2) sleepFirstMs = null;
 <% endif %>
+<% if reads_first %>
+// A replaying duplicate guard's waiter reads first too: its first read may find the done mark.
+sleepFirstMs = null;
+<% endif %>
 // Records are per ticket, so a look names the tickets whose records it reads: a window
 // around the lane's head as last seen (on a first look: the last ticket out's successor for a
 // mutex that knows it, else my predecessor), from the ticket before it to a few after it, never
