@@ -46,7 +46,7 @@ from testbed.endpoints import N8nInstance, RedisEndpoint
 from testbed.settings import n8n_version_params, topology
 from tests.e2e.lockbed import API_KEY_VARIABLE, init_workspace, run_cli, tickets_drawn, wait_until
 from tests.e2e.stalls import Body, sink_bodies
-from tests.e2e.test_lock_engine import engine_workflow, most_at_once
+from tests.e2e.test_lock_engine import most_at_once, ticketed_workflow
 
 pytestmark = pytest.mark.skipif(
     topology() != "single", reason="regular mode: concurrency control is a single process's"
@@ -90,15 +90,10 @@ class ParkBed:
 
 def responding_workflow(key: str) -> dict[str, Any]:
     """The engine tests' body answered by a Respond to Webhook node at its end."""
-    workflow = engine_workflow(key)
+    # The start mark names the caller's ticket: the line's order is the tickets' order.
+    workflow = ticketed_workflow(key)
     webhook = next(n for n in workflow["nodes"] if n["name"] == "Webhook")
     webhook["parameters"]["responseMode"] = "responseNode"
-    # The start mark names the caller's ticket: the line's order is the tickets' order.
-    start = next(n for n in workflow["nodes"] if n["name"] == "Mark Start")
-    start["parameters"]["messageData"] = start["parameters"]["messageData"].replace(
-        "execution: $execution.id",
-        "execution: $execution.id, ticket: $('Lock Decide').first().json.ticket",
-    )
     workflow["nodes"].append(
         {
             "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:Respond")),
@@ -117,13 +112,7 @@ def responding_workflow(key: str) -> dict[str, Any]:
 
 def last_node_workflow(key: str) -> dict[str, Any]:
     """The engine tests' body, answered by its last node; its start mark names the ticket."""
-    workflow = engine_workflow(key)
-    start = next(n for n in workflow["nodes"] if n["name"] == "Mark Start")
-    start["parameters"]["messageData"] = start["parameters"]["messageData"].replace(
-        "execution: $execution.id",
-        "execution: $execution.id, ticket: $('Lock Decide').first().json.ticket",
-    )
-    return workflow
+    return ticketed_workflow(key)
 
 
 def scheduled_workflow(key: str, scope: str) -> dict[str, Any]:

@@ -86,13 +86,12 @@ def test_a_webhook_caller_whose_execution_parks_gets_an_empty_200_at_once(
     run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
 
     def call(who: int) -> tuple[int, str, float]:
-        start = time.monotonic()
         response = requests.post(
             f"{bed.n8n.base_url}/webhook/{key}",
             json={"scope": scope, "who": who, "hold_ms": 3000},
             timeout=120,
         )
-        return response.status_code, response.text, time.monotonic() - start
+        return response.status_code, response.text, time.time() * 1000
 
     with ThreadPoolExecutor(4) as pool:
         answers = []
@@ -104,6 +103,12 @@ def test_a_webhook_caller_whose_execution_parks_gets_an_empty_200_at_once(
     assert first_status == 200 and json.loads(first_text) == {"who": 0}
     early = [(who, r) for who, r in enumerate(results) if r[0] == 200 and r[1].strip() == ""]
     assert early, f"no caller was answered empty at its park: {results}"
-    for who, (_, _, seconds) in early:
-        assert seconds < 3.0, f"caller {who} got its empty answer after {seconds:.1f} s"
     wait_until(lambda: len(sink_bodies(bed.redis, scope)) == 4, 60, "every body ran")
+    body_start = {body.who: body.start for body in sink_bodies(bed.redis, scope)}
+    for who, (_, _, answered_ms) in early:
+        # "At once" is what documentation warns of: the caller had its (empty) answer before
+        # its own body began. (A fixed bound in seconds failed on a loaded CI machine, 3.2 s,
+        # while that caller's body was still seconds away behind 3 s holds.)
+        assert answered_ms < body_start[who], (
+            f"caller {who} was answered {answered_ms - body_start[who]:.0f} ms after its body began"
+        )
