@@ -201,3 +201,20 @@ def test_replay_refuses_a_last_node_webhook_that_answers_binary_data(
     assert result.exit_code == 3, explain(result)
     assert "webhook 'Webhook' answers with binary data" in result.stderr, explain(result)
     assert path.read_text() == before
+
+
+def test_a_replay_refusal_offers_skip_not_parking(locked: Path, invoke: Invoke) -> None:
+    """A "last node" webhook whose response code is an expression cannot be answered by Lock
+    Respond; the hint used to say "do not park it", which a user asking for replay never did."""
+    path = locked / "workflows" / "order_update.template.json"
+    body = json.loads(path.read_text())
+    for each in body["nodes"]:
+        if each["name"] == "Webhook":
+            each["parameters"].setdefault("options", {})["responseCode"] = "={{ 201 }}"
+    path.write_text(json.dumps(body, indent=2) + "\n")
+    before = path.read_text()
+    result = replay(invoke, locked, "order_update")
+    assert result.exit_code == 3, explain(result)
+    assert "its response code is '={{ 201 }}'" in result.stderr, explain(result)
+    assert "--on-duplicate skip" in result.stderr and "park" not in result.stderr, explain(result)
+    assert path.read_text() == before

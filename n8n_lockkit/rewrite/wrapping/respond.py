@@ -65,19 +65,21 @@ ANSWER_OPTIONS = (
     "responsePropertyName",
     "responseBinaryPropertyName",
 )
-KEEP_LAST_NODE = "keep the workflow's waiters awake (do not park it)"
+# What a refusal offers instead of the rewrite, by why the rewrite was asked for.
+KEEP_AWAKE = "keep the workflow's waiters awake (do not park it)"
+KEEP_SKIP = "keep --on-duplicate skip (a duplicate is then answered `skipped`, not replayed)"
 OUTPUT_ROLE = "lock-output"
 MERGE = "n8n-nodes-base.merge"
 CODE_ENDS = "const ends = "  # the line of Lock Output's Code node that lists the ends
 
 
-def _refuse(trigger: str, what: str, hint: str = "") -> WrapError:
+def _refuse(trigger: str, what: str, hint: str = "", fallback: str = KEEP_AWAKE) -> WrapError:
     return WrapError(
         f"webhook {trigger!r}: {what}, which a Respond to Webhook node cannot answer exactly as "
         "'last node' does",
         hint=hint
         or f"answer with a Respond to Webhook node of your own (Respond: 'Using Respond to "
-        f"Webhook Node'), or {KEEP_LAST_NODE}",
+        f"Webhook Node'), or {fallback}",
     )
 
 
@@ -85,7 +87,7 @@ def _is_expression(value: object) -> bool:
     return isinstance(value, str) and value.startswith("=")
 
 
-def _status(trigger: str, parameters: dict[str, Any]) -> object:
+def _status(trigger: str, parameters: dict[str, Any], fallback: str) -> object:
     """The response code n8n's Webhook node gives (its `getResponseCode`)."""
     options = graph.as_dict(parameters.get("options"))
     code: object = parameters.get("responseCode") or options.get("responseCode") or 200
@@ -96,11 +98,13 @@ def _status(trigger: str, parameters: dict[str, Any]) -> object:
         if code == "customCode":
             code = values.get("customCode")
     if _is_expression(code) or not isinstance(code, int) or isinstance(code, bool):
-        raise _refuse(trigger, f"its response code is {code!r}")
+        raise _refuse(trigger, f"its response code is {code!r}", "", fallback)
     return code
 
 
-def _headers(trigger: str, options: dict[str, Any], data: str) -> list[dict[str, Any]]:
+def _headers(
+    trigger: str, options: dict[str, Any], data: str, fallback: str
+) -> list[dict[str, Any]]:
     entries = [
         dict(e) for e in graph.as_list(graph.as_dict(options.get("responseHeaders")).get("entries"))
     ]
@@ -109,25 +113,32 @@ def _headers(trigger: str, options: dict[str, Any], data: str) -> list[dict[str,
         entries.append({"name": "content-type", "value": content_type})
     for entry in entries:
         if _is_expression(entry.get("name")) or _is_expression(entry.get("value")):
-            raise _refuse(trigger, f"its response header {entry.get('name')!r} is an expression")
+            raise _refuse(
+                trigger, f"its response header {entry.get('name')!r} is an expression", "", fallback
+            )
     return entries
 
 
-def answer(trigger: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """The Respond to Webhook parameters that answer what the `lastNode` webhook answers."""
+def answer(trigger: str, parameters: dict[str, Any], fallback: str = KEEP_AWAKE) -> dict[str, Any]:
+    """The Respond to Webhook parameters that answer what the `lastNode` webhook answers
+    (`fallback`: what a refusal's hint offers instead)."""
     data = parameters.get("responseData", "firstEntryJson")
     options = graph.as_dict(parameters.get("options"))
     if data == "firstEntryBinary":
-        raise _refuse(trigger, "it answers with binary data (responseData firstEntryBinary)")
+        raise _refuse(
+            trigger, "it answers with binary data (responseData firstEntryBinary)", "", fallback
+        )
     if data not in RESPOND_WITH:
-        raise _refuse(trigger, f"its response data is {data!r}")
+        raise _refuse(trigger, f"its response data is {data!r}", "", fallback)
     if options.get("responsePropertyName") and data == "firstEntryJson":
-        raise _refuse(trigger, "it answers with one property of the item (responsePropertyName)")
+        raise _refuse(
+            trigger, "it answers with one property of the item (responsePropertyName)", "", fallback
+        )
     answered: dict[str, Any] = {}
-    status = _status(trigger, parameters)
+    status = _status(trigger, parameters, fallback)
     if status != 200:
         answered["responseCode"] = status
-    headers = _headers(trigger, options, str(data))
+    headers = _headers(trigger, options, str(data), fallback)
     if headers:
         answered["responseHeaders"] = {"entries": headers}
     return {"respondWith": RESPOND_WITH[str(data)], "options": answered}
@@ -146,7 +157,7 @@ def _responding(parameters: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _ends(workflow: Workflow, trigger: str) -> list[str]:
+def _ends(workflow: Workflow, trigger: str, fallback: str) -> list[str]:
     """The nodes where the trigger's paths end (but fail): 'last node' answers with their
     first output's items, so Lock Respond hangs off that output of each."""
     by_name = {n["name"]: n for n in graph.nodes(workflow)}
@@ -161,11 +172,11 @@ def _ends(workflow: Workflow, trigger: str) -> list[str]:
                 trigger,
                 f"a path can end at output {output + 1} of {name!r} (last node answers with the "
                 "first output's items)",
-                hint=f"connect that output of {name!r} to a node, or {KEEP_LAST_NODE}",
+                hint=f"connect that output of {name!r} to a node, or {fallback}",
             )
         ends.append(name)
     if not ends:
-        raise _refuse(trigger, "no path of it ends without failing", hint=KEEP_LAST_NODE)
+        raise _refuse(trigger, "no path of it ends without failing", hint=fallback)
     # n8nlock's own ends (Lock Output, Lock Skipped, Rate Limit Denied) never run in one
     # execution together; two of the user's can, and 'last node' answers the one that ran last.
     users = list(dict.fromkeys(e for e in ends if not role_of(by_name[e])))
@@ -174,7 +185,7 @@ def _ends(workflow: Workflow, trigger: str) -> list[str]:
             trigger,
             f"its paths end at several nodes ({', '.join(map(repr, users))}) and it answers "
             "with the one that ends last",
-            hint=f"wrap it with a lock (Lock Output joins the ends), or {KEEP_LAST_NODE}",
+            hint=f"wrap it with a lock (Lock Output joins the ends), or {fallback}",
         )
     return list(dict.fromkeys(ends))
 
@@ -241,7 +252,7 @@ def _answer_no_items(workflow: Workflow, ends: list[str], respond: Node) -> list
     return list(dict.fromkeys(feeds))
 
 
-def _check_shared(workflow: Workflow, trigger: str, ends: list[str]) -> None:
+def _check_shared(workflow: Workflow, trigger: str, ends: list[str], fallback: str) -> None:
     """Refuse when another webhook that does not answer by node reaches Lock Respond: n8n
     refuses such a webhook's calls ("Unused Respond to Webhook node found in the workflow")."""
     for other in graph.triggers(workflow):
@@ -254,7 +265,7 @@ def _check_shared(workflow: Workflow, trigger: str, ends: list[str]) -> None:
                 f"webhook {other['name']!r} ({mode or 'onReceived'}) leads to the same end, "
                 "and n8n refuses a webhook that does not answer by node when a Respond to "
                 "Webhook node follows it",
-                hint=f"give each webhook a workflow of its own, or {KEEP_LAST_NODE}",
+                hint=f"give each webhook a workflow of its own, or {fallback}",
             )
 
 
@@ -279,19 +290,23 @@ def last_node_webhooks(workflow: Workflow, triggers: list[str]) -> list[str]:
     ]
 
 
-def respond_by_node(workflow: Workflow, trigger: str, key: str) -> Workflow:
+def respond_by_node(
+    workflow: Workflow, trigger: str, key: str, fallback: str = KEEP_AWAKE
+) -> Workflow:
     """The workflow (a new dict) with webhook `trigger` answered by Lock Respond instead of
     'last node'. A webhook that does not answer with its last node is left as it is, and so
-    is one already answered by Lock Respond (running it twice changes nothing)."""
+    is one already answered by Lock Respond (running it twice changes nothing). `fallback` is
+    what a refusal offers instead of the rewrite (KEEP_AWAKE for parking, KEEP_SKIP for
+    replay)."""
     result = copy.deepcopy(workflow)
     graph.normalise(result)
     webhook = _webhook(result, trigger)
     parameters = graph.as_dict(webhook.get("parameters"))
     if parameters.get("responseMode") != "lastNode":
         return result
-    respond_with = answer(trigger, parameters)
-    ends = _ends(result, trigger)
-    _check_shared(result, trigger, ends)
+    respond_with = answer(trigger, parameters, fallback)
+    ends = _ends(result, trigger, fallback)
+    _check_shared(result, trigger, ends, fallback)
     x = max(int(n["position"][0]) for n in graph.nodes(result) if n["name"] in ends) + STEP
     y = int(next(n for n in graph.nodes(result) if n["name"] == ends[0])["position"][1])
     node = owned(key, ROLE, NAME, RESPOND, 1.1, placement.free_spot(result, [x, y]), respond_with)

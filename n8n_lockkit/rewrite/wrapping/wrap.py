@@ -413,8 +413,14 @@ def _answers(
     items), and a replaying guard stores what a Respond to Webhook node answered: Lock Respond
     answers it at the end instead, as "last node" would have."""
     if respond_by_node or replaying:
+        fallbacks = [
+            f
+            for f, why in ((respond.KEEP_AWAKE, respond_by_node), (respond.KEEP_SKIP, replaying))
+            if why
+        ]
+        fallback = " and ".join(fallbacks)
         for trigger in respond.last_node_webhooks(workflow, [e.node for e in entries]):
-            workflow = respond.respond_by_node(workflow, trigger, key)
+            workflow = respond.respond_by_node(workflow, trigger, key, fallback)
     if replaying:
         record = release_side.record(chains["guard"])
         replay.store_answers(workflow, key, record, replaying.max_answer_bytes)
