@@ -10,6 +10,9 @@
 //        [--systematic --victims 0,1 --stall-sizes 6,20] [--replay SPEC_JSON] [--trace]
 //        [--shrink] [--budget-ms MS] [--stop-after N] [--max-idle-ms MS|auto]
 //        [--site-stalls P] [--samples N] [--heal-after-ms MS] [--resume-delays 250,8000]
+//   node tests/model/explore.mjs --graphs FILE --debounce NAME [--keys 1-2] [--kill]
+//        [--faults-retried-only] (NAME: debounce, debounce_fast; the same options else, and
+//        the debounce's schedules and checks: tests/model/debounce.mjs)
 //
 // What a schedule is (all of it in a JSON "spec", printed with every violation, so that
 // `--replay` runs it again):
@@ -59,97 +62,8 @@
 
 import { readFileSync } from 'node:fs';
 import { Workflow, Execution } from './n8n_subset.mjs';
-
-// ---------------------------------------------------------------------------------------------
-// Randomness: one stream per caller (its jitter and Math.random), so that dropping a caller
-// while shrinking a schedule leaves the others' timings alone.
-
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function mix(...parts) {
-  let h = 2166136261;
-  for (const part of parts) {
-    for (const ch of String(part)) {
-      h ^= ch.charCodeAt(0);
-      h = Math.imul(h, 16777619);
-    }
-    h ^= 0x2c;
-    h = Math.imul(h, 16777619);
-  }
-  return h >>> 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Redis: strings and hashes with TTLs on its own clock.
-
-class Redis {
-  constructor(clock) {
-    this.clock = clock;
-    this.data = new Map();
-  }
-
-  entry(key) {
-    const e = this.data.get(key);
-    if (e && e.expiresAt !== null && e.expiresAt <= this.clock()) {
-      this.data.delete(key);
-      return undefined;
-    }
-    return e;
-  }
-
-  expire(key, ttl) {
-    const e = this.entry(key);
-    if (!e) return;
-    if (!(ttl > 0)) this.data.delete(key);
-    else e.expiresAt = this.clock() + ttl * 1000;
-  }
-
-  get(key) {
-    const e = this.entry(key);
-    if (!e) return null;
-    if (e.type !== 'string') throw new Error(`WRONGTYPE GET ${key}`);
-    return e.value;
-  }
-
-  set(key, value, ttl) {
-    this.data.set(key, { type: 'string', value: String(value), expiresAt: null }); // SET drops a TTL
-    if (ttl !== null && ttl !== undefined) this.expire(key, ttl);
-  }
-
-  incr(key, ttl) {
-    const e = this.entry(key);
-    let n = 0;
-    if (e) {
-      if (e.type !== 'string' || !/^-?\d+$/.test(e.value)) throw new Error(`ERR value is not an integer or out of range (${key})`);
-      n = Number(e.value);
-    }
-    n += 1;
-    if (e) e.value = String(n);
-    else this.data.set(key, { type: 'string', value: String(n), expiresAt: null });
-    if (ttl) this.expire(key, ttl);
-    return n;
-  }
-
-  hset(key, fields, ttl) {
-    let e = this.entry(key);
-    if (e && e.type !== 'hash') throw new Error(`WRONGTYPE HSET ${key}`);
-    if (!e) {
-      e = { type: 'hash', value: {}, expiresAt: null };
-      this.data.set(key, e);
-    }
-    for (const [k, v] of Object.entries(fields)) e.value[k] = String(v);
-    if (ttl !== null && ttl !== undefined) this.expire(key, ttl);
-  }
-}
+import { EPOCH, INT, PICK, Redis, mix, mulberry32, shrink, stallMs } from './core.mjs';
+import { debounceMain } from './debounce.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -162,7 +76,7 @@ function parseArgs(argv) {
     replay: null, trace: false, shrink: false, budgetMs: null, maxIdleMs: null,
     stallAtMax: 60, redisStalls: 0.1, holdMs: null, arrivals: null, traceLength: 40,
     samples: 3, siteStalls: 0.5, stopAfter: null, inside: 0.5, exprTimeoutMs: 5000, redisFaults: 0,
-    healAfterMs: null, resumeDelays: [250],
+    healAfterMs: null, resumeDelays: [250], debounce: null, keys: [1, 2], kill: false, retriedOnly: false,
   };
   const range = (v) => {
     const [a, b] = String(v).split('-').map(Number);
@@ -174,6 +88,10 @@ function parseArgs(argv) {
     switch (arg) {
       case '--graphs': opts.graphs = next(); break;
       case '--lock': opts.lock = next(); break;
+      case '--debounce': opts.debounce = next(); break;
+      case '--keys': opts.keys = range(next()); break;
+      case '--kill': opts.kill = true; break;
+      case '--faults-retried-only': opts.retriedOnly = true; break;
       case '--schedules': opts.schedules = Number(next()); break;
       case '--seed': opts.seed = Number(next()); break;
       case '--callers': opts.callers = range(next()); break;
@@ -214,20 +132,6 @@ function parseArgs(argv) {
 
 // ---------------------------------------------------------------------------------------------
 // Schedules
-
-const EPOCH = Date.UTC(2027, 0, 4, 9, 0, 0);
-const PICK = (rng, list) => list[Math.floor(rng() * list.length)];
-const INT = (rng, [a, b]) => a + Math.floor(rng() * (b - a + 1));
-
-function stallMs(rng, sizes, ttlMs) {
-  const size = PICK(rng, sizes);
-  if (size === 'rand') return Math.round(200 + rng() * (ttlMs - 200));
-  if (size.includes(':')) {
-    const [a, b] = size.split(':').map(Number);
-    return Math.round((a + rng() * (b - a)) * 1000);
-  }
-  return Number(size) * 1000;
-}
 
 // The steps where a stall matters most: between a decision and its writes, between two writes
 // of one node, between a write and the read that checks it. A site stall begins when the
@@ -693,46 +597,6 @@ export function runSchedule(spec, graphs, opts) {
   return { violations, stats, fullTrace, steps: Object.fromEntries(callers.map((c) => [c.id, c.steps])) };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Shrinking a failing schedule: drop callers, stalls and crashes, and make stalls and holds
-// smaller, while the same kind of violation remains.
-
-function withoutCaller(spec, i) {
-  const renumber = (list) => list.filter((s) => s.caller !== i).map((s) => ({ ...s, caller: s.caller > i ? s.caller - 1 : s.caller }));
-  return { ...spec, callers: spec.callers.filter((_, j) => j !== i), stalls: renumber(spec.stalls), crashes: renumber(spec.crashes) };
-}
-
-function shrink(spec, kind, graphs, opts) {
-  const fails = (s) => s.callers.length > 0 && runSchedule(s, graphs, opts).violations.some((v) => v.kind === kind);
-  let best = spec;
-  let improved = true;
-  while (improved) {
-    improved = false;
-    const candidates = [];
-    for (let i = 0; i < best.callers.length; i += 1) candidates.push(withoutCaller(best, i));
-    for (let i = 0; i < best.stalls.length; i += 1) candidates.push({ ...best, stalls: best.stalls.filter((_, j) => j !== i) });
-    for (let i = 0; i < best.crashes.length; i += 1) candidates.push({ ...best, crashes: best.crashes.filter((_, j) => j !== i) });
-    for (let i = 0; i < best.stalls.length; i += 1) {
-      for (const ms of [3000, 6000]) {
-        if (ms < best.stalls[i].ms) candidates.push({ ...best, stalls: best.stalls.map((s, j) => (j === i ? { ...s, ms } : s)) });
-      }
-    }
-    const emptyProcs = best.procs.map((_, p) => p).filter((p) => !best.callers.some((c) => c.proc === p));
-    if (emptyProcs.length) {
-      const keep = best.procs.map((_, p) => p).filter((p) => !emptyProcs.includes(p));
-      candidates.push({ ...best, procs: keep.map((p) => best.procs[p]), callers: best.callers.map((c) => ({ ...c, proc: keep.indexOf(c.proc) })) });
-    }
-    for (const candidate of candidates) {
-      if (fails(candidate)) {
-        best = candidate;
-        improved = true;
-        break;
-      }
-    }
-  }
-  return best;
-}
-
 // The rows of a trace that tell what happened: arrivals, stalls, tickets, decisions other than
 // waiting, every write, the late-entry check, bodies and ends.
 function story(trace) {
@@ -768,6 +632,10 @@ function main() {
   const started = Date.now();
   const opts = parseArgs(process.argv.slice(2));
   const graphs = JSON.parse(readFileSync(opts.graphs, 'utf8'));
+  if (opts.debounce) {
+    debounceMain(opts, graphs, started);
+    return;
+  }
   const lock = graphs[opts.lock];
   if (!lock) throw new Error(`no lock ${opts.lock} in ${opts.graphs}`);
   let specs;
@@ -818,7 +686,7 @@ function main() {
     }
   }
   if (shortest && opts.shrink) {
-    const small = shrink(shortest.spec, shortest.kind, graphs, opts);
+    const small = shrink(shortest.spec, shortest.kind, graphs, opts, runSchedule);
     const again = runSchedule(small, graphs, { ...opts, trace: true });
     const v = again.violations.find((x) => x.kind === shortest.kind) ?? again.violations[0];
     shortest = {
