@@ -337,10 +337,11 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         f"{_DEBOUNCE}{DEBOUNCE_TAKE_SUFFIX}<s>:<at>",
         "string (counter)",
         _DEBOUNCE_TTL,
-        "INCR by each event that read the same stale watch (Debounce Take Over)",
+        "INCR by each event that read the same stale watch, or no watch in the same "
+        f"{DEBOUNCE_STALE_MS} ms slot (`1:<slot>`) (Debounce Take Over)",
         "those INCRs' answers",
-        "of the events that found burst s's waiter silent since `at`, the one whose INCR "
-        "answers 1 waits for it.",
+        "of the events that found burst s's waiter silent since `at` (or the key's first "
+        "burst without a watch), the one whose INCR answers 1 waits for it.",
     ),
     KeyKind(
         "debounce-cutof",

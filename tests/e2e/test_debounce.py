@@ -252,6 +252,31 @@ def test_a_burst_whose_waiter_was_stopped_runs_with_the_next_event(
     assert franks() == [[0, 1]]
 
 
+def test_a_key_whose_first_ticket_is_a_hole_runs_its_first_burst(
+    lockbed: LockBed, chat: str
+) -> None:
+    """Found by the model check (tests/unit/test_debounce_model.py): when the key's first
+    ticket is a hole (the first event's ticket INCR retried by n8n, its answer lost; here the
+    test draws it), the first event draws 2, meets nobody at `after:1` and no watch exists yet:
+    every event of the key was buffered and none ever ran. An event that finds no watch now
+    takes the key's first burst over."""
+    seq = keys.KeySchema("").debounce_base(chat, "holly") + keys.DEBOUNCE_SEQ_SUFFIX
+    lockbed.redis.incr(seq)
+    lockbed.redis.expire(seq, keys.DEBOUNCE_TTL_SECONDS)
+    for who in range(2):
+        call, _ = send(lockbed, chat, "holly", who)
+        assert_buffered(call, "holly")
+        assert call.body["position"] == who + 2, call.body
+        time.sleep(0.3)
+
+    def hollys() -> list[list[int]]:
+        return bodies_of(lockbed, chat, "holly")
+
+    wait_until(lambda: len(hollys()) >= 1, 20, "the first burst ran")
+    time.sleep(QUIET + 1)
+    assert hollys() == [[0, 1]]
+
+
 def test_n8n_stopped_6_s_twice_during_bursts_runs_every_event_exactly_once(
     lockbed: LockBed, chat: str
 ) -> None:
