@@ -216,7 +216,7 @@ export function runDebounceSchedule(spec, graphs, opts) {
       }
       if (event.node === 'Debounce Watch') enterWaiting(c, v.s, c.via);
       if (event.node === 'Debounce Next') c.lastNext = v;
-      if (event.node === 'Debounce Recover') stats.recovered += 1;
+      if (event.node === 'Debounce Taken' && v.inherited?.length) stats.recovered += 1;
     }
     if (event.op === 'if' && event.node === 'Debounce Took?' && v === true) {
       stats.takeovers += 1;
@@ -333,9 +333,12 @@ export function runDebounceSchedule(spec, graphs, opts) {
     if (!pending.size) {
       if (swept) break;
       swept = true; // every execution ended: the keys' next events come, a stale limit later
+      // (and the processes' clocks apart: a watch's `at` is its writer's clock)
+      const offsets = spec.procs.map((p) => p.offset);
+      const skew = Math.max(...offsets) - Math.min(...offsets);
       const keys = [...new Set(spec.callers.map((c) => c.key))].sort();
       keys.forEach((key, k) => {
-        const s = { proc: 0, key, items: 1, arrival: Math.round(T + d.stale_ms + 1000 + 300 * k), hold: 10, rng: mix(spec.seed, spec.index, 'sweep', key) };
+        const s = { proc: 0, key, items: 1, arrival: Math.round(T + d.stale_ms + skew + 1000 + 300 * k), hold: 10, rng: mix(spec.seed, spec.index, 'sweep', key) };
         pending.add(makeCaller(s, callers.length, true));
       });
       continue;
