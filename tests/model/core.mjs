@@ -107,6 +107,26 @@ export function stallMs(rng, sizes, ttlMs) {
 }
 
 
+// A schedule's n8n processes: a clock offset (±--offset-ms) and rate (1 ± --drift) each.
+export function randomProcs(rng, count, opts) {
+  return Array.from({ length: count }, () => ({
+    offset: Math.round((rng() * 2 - 1) * opts.offsetMs),
+    rate: 1 + (rng() * 2 - 1) * opts.drift,
+  }));
+}
+
+// A schedule's stalls (--stalls of them): of a random caller's process, or of Redis (every
+// process: --redis-stalls), before a random step or at a `site(rng)` (--site-stalls), of
+// --stall-sizes (`rand`: up to `maxMs`).
+export function randomStalls(rng, n, opts, site, maxMs) {
+  return Array.from({ length: INT(rng, opts.stalls) }, () => ({
+    caller: Math.floor(rng() * n),
+    ...(rng() < opts.siteStalls ? site(rng) : { atStep: Math.floor(rng() * opts.stallAtMax) }),
+    ms: stallMs(rng, opts.stallSizes, maxMs),
+    whole: rng() < opts.redisStalls ? 'redis' : 'process',
+  }));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shrinking a failing schedule: drop callers, stalls and crashes, and make stalls and holds
 // smaller, while the same kind of violation remains.
@@ -146,4 +166,55 @@ export function shrink(spec, kind, graphs, opts, run) {
     }
   }
   return best;
+}
+
+// Run `specs` (`run(spec, graphs, opts)` runs one schedule, the lock's or the debounce's) within
+// --budget-ms and --stop-after; `each(result, spec)` sees every result. Returns how many ran and
+// broke, the kinds of their first violations, --samples of them, and the shortest (shrunk with
+// --shrink; `story(trace)`, when given, adds the rows of its trace that tell what happened).
+export function exploreAll(specs, graphs, opts, started, run, each, story = null) {
+  const out = { run: 0, failing: 0, byKind: {}, samples: [], shortest: null };
+  const size = (r) => [r.spec.callers.length, r.spec.stalls.length + r.spec.crashes.length, r.step];
+  const smaller = (a, b) => { const x = size(a); const y = size(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; };
+  for (const spec of specs) {
+    if (opts.budgetMs !== null && Date.now() - started > opts.budgetMs) break;
+    if (opts.stopAfter !== null && out.failing >= opts.stopAfter) break;
+    out.run += 1;
+    const result = run(spec, graphs, opts);
+    each(result, spec);
+    if (!result.violations.length) continue;
+    out.failing += 1;
+    const v = result.violations[0];
+    out.byKind[v.kind] = (out.byKind[v.kind] ?? 0) + 1;
+    const report = { ...v, spec };
+    if (out.samples.length < opts.samples) out.samples.push(report);
+    if (!out.shortest || smaller(report, out.shortest) < 0) out.shortest = report;
+  }
+  if (out.shortest && opts.shrink) {
+    const { kind } = out.shortest;
+    const small = shrink(out.shortest.spec, kind, graphs, opts, run);
+    const again = run(small, graphs, { ...opts, trace: true });
+    const v = again.violations.find((x) => x.kind === kind) ?? again.violations[0];
+    out.shortest = {
+      ...v, spec: small, shrunk: true, ...(story ? { story: story(again.fullTrace) } : {}),
+      trace: again.fullTrace.slice(-Math.max(opts.traceLength, 60)), whole_trace_steps: again.fullTrace.length,
+    };
+  }
+  return out;
+}
+
+// Print a summary (JSON) with what `exploreAll` found and the replay's trace; exit 1 when a
+// schedule broke the protocol.
+export function report(summary, found, started, fullTrace) {
+  const out = {
+    ...summary,
+    violations_total: found.failing,
+    violations_by_kind: found.byKind,
+    violations: found.samples,
+    shortest: found.shortest,
+    wall_ms: Date.now() - started,
+  };
+  if (fullTrace) out.trace = fullTrace;
+  process.stdout.write(`${JSON.stringify(out, null, 1)}\n`);
+  process.exitCode = found.failing ? 1 : 0;
 }

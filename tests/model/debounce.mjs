@@ -28,7 +28,7 @@
 // n8n runs again (Retry On Fail), not the rendezvous INCRs, whose failure is a death.
 
 import { Workflow, Execution } from './n8n_subset.mjs';
-import { EPOCH, INT, PICK, Redis, mix, mulberry32, shrink, stallMs } from './core.mjs';
+import { EPOCH, INT, PICK, Redis, exploreAll, mix, mulberry32, randomProcs, randomStalls, report } from './core.mjs';
 
 // Steps where a stall or a crash matters most: between a rendezvous and what it decides.
 const SITES = [
@@ -50,10 +50,7 @@ export function randomDebounceSpec(opts, d, seed, index) {
   const n = INT(rng, opts.callers);
   const keyCount = INT(rng, opts.keys);
   const procCount = Math.min(n, INT(rng, opts.procs));
-  const procs = Array.from({ length: procCount }, () => ({
-    offset: Math.round((rng() * 2 - 1) * opts.offsetMs),
-    rate: 1 + (rng() * 2 - 1) * opts.drift,
-  }));
+  const procs = randomProcs(rng, procCount, opts);
   const q = d.quiet_seconds * 1000;
   // Gaps: inside a burst (below Q), around Q, between bursts (above Q), or at once.
   const gap = () => PICK(rng, [
@@ -72,12 +69,7 @@ export function randomDebounceSpec(opts, d, seed, index) {
       rng: mix(seed, index, 'event', i),
     };
   });
-  const stalls = Array.from({ length: INT(rng, opts.stalls) }, () => ({
-    caller: Math.floor(rng() * n),
-    ...(rng() < opts.siteStalls ? site(rng) : { atStep: Math.floor(rng() * opts.stallAtMax) }),
-    ms: stallMs(rng, opts.stallSizes, 30_000),
-    whole: rng() < opts.redisStalls ? 'redis' : 'process',
-  }));
+  const stalls = randomStalls(rng, n, opts, site, 30_000);
   const crashes = Array.from({ length: INT(rng, opts.crashes) }, () => ({
     caller: Math.floor(rng() * n),
     ...(rng() < opts.siteStalls ? site(rng) : { atStep: Math.floor(rng() * opts.stallAtMax) }),
@@ -435,20 +427,11 @@ export function debounceMain(opts, graphs, started) {
   else if (opts.systematic) specs = systematicSpecs(opts, d, graphs);
   else specs = Array.from({ length: opts.schedules }, (_, i) => randomDebounceSpec(opts, d, opts.seed, i));
   const totals = {};
-  let failing = 0;
-  let run = 0;
   let maxAwake = 0;
   let maxLatency = 0;
-  const byKind = {};
-  const samples = [];
-  let shortest = null;
   let fullTrace = null;
   let replayed = null;
-  for (const spec of specs) {
-    if (opts.budgetMs !== null && Date.now() - started > opts.budgetMs) break;
-    if (opts.stopAfter !== null && failing >= opts.stopAfter) break;
-    run += 1;
-    const result = runDebounceSchedule(spec, graphs, opts);
+  const found = exploreAll(specs, graphs, opts, started, runDebounceSchedule, (result) => {
     for (const [k, v] of Object.entries(result.stats)) if (!['maxAwake', 'maxLatencyMs'].includes(k)) totals[k] = (totals[k] ?? 0) + v;
     maxAwake = Math.max(maxAwake, result.stats.maxAwake);
     maxLatency = Math.max(maxLatency, result.stats.maxLatencyMs);
@@ -456,23 +439,8 @@ export function debounceMain(opts, graphs, started) {
       fullTrace = result.fullTrace;
       replayed = result.violations.map(({ kind, detail, caller, deaths }) => ({ kind, detail, caller, deaths }));
     }
-    if (result.violations.length) {
-      failing += 1;
-      const v = result.violations[0];
-      byKind[v.kind] = (byKind[v.kind] ?? 0) + 1;
-      const report = { ...v, spec };
-      if (samples.length < opts.samples) samples.push(report);
-      const size = (r) => [r.spec.callers.length, r.spec.stalls.length + r.spec.crashes.length, r.step];
-      const smaller = (a, b) => { const x = size(a); const y = size(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; };
-      if (!shortest || smaller(report, shortest) < 0) shortest = report;
-    }
-  }
-  if (shortest && opts.shrink) {
-    const small = shrink(shortest.spec, shortest.kind, graphs, opts, runDebounceSchedule);
-    const again = runDebounceSchedule(small, graphs, { ...opts, trace: true });
-    const v = again.violations.find((x) => x.kind === shortest.kind) ?? again.violations[0];
-    shortest = { ...v, spec: small, shrunk: true, trace: again.fullTrace.slice(-Math.max(opts.traceLength, 60)), whole_trace_steps: again.fullTrace.length };
-  }
+  });
+  const { run } = found;
   const summary = {
     engine: { file: d.engine_file },
     debounce: opts.debounce,
@@ -498,14 +466,7 @@ export function debounceMain(opts, graphs, started) {
       recovered_bursts: totals.recovered ?? 0, node_retries: totals.retries ?? 0,
       redis_faults: totals.redisFaults ?? 0, stalls_inside_an_expression: totals.insideFaults ?? 0,
     },
-    violations_total: failing,
-    violations_by_kind: byKind,
-    violations: samples,
-    shortest,
-    wall_ms: Date.now() - started,
   };
-  if (fullTrace) summary.trace = fullTrace;
   if (replayed) summary.replay_violations = replayed; // every one, not only the first
-  process.stdout.write(`${JSON.stringify(summary, null, 1)}\n`);
-  process.exitCode = failing ? 1 : 0;
+  report(summary, found, started, fullTrace);
 }

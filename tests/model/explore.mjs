@@ -62,7 +62,7 @@
 
 import { readFileSync } from 'node:fs';
 import { Workflow, Execution } from './n8n_subset.mjs';
-import { EPOCH, INT, PICK, Redis, mix, mulberry32, shrink, stallMs } from './core.mjs';
+import { EPOCH, INT, PICK, Redis, exploreAll, mix, mulberry32, randomProcs, randomStalls, report } from './core.mjs';
 import { debounceMain } from './debounce.mjs';
 
 // ---------------------------------------------------------------------------------------------
@@ -152,10 +152,7 @@ function randomSpec(opts, lock, seed, index) {
   const ttlMs = lock.ttl_seconds * 1000;
   const n = INT(rng, opts.callers);
   const procCount = Math.min(n, INT(rng, opts.procs));
-  const procs = Array.from({ length: procCount }, () => ({
-    offset: Math.round((rng() * 2 - 1) * opts.offsetMs),
-    rate: 1 + (rng() * 2 - 1) * opts.drift,
-  }));
+  const procs = randomProcs(rng, procCount, opts);
   const spread = opts.arrivals ?? PICK(rng, [[0, 0], [0, 300], [0, 2000], [0, 8000], [0, 20000]]);
   const callers = Array.from({ length: n }, (_, i) => ({
     proc: i < procCount ? i : Math.floor(rng() * procCount),
@@ -164,12 +161,7 @@ function randomSpec(opts, lock, seed, index) {
       : rng() < 0.8 ? 10 + rng() * 400 : 400 + rng() * 2600),
     rng: mix(seed, index, 'caller', i),
   }));
-  const stalls = Array.from({ length: INT(rng, opts.stalls) }, () => ({
-    caller: Math.floor(rng() * n),
-    ...(rng() < opts.siteStalls ? site(rng) : { atStep: Math.floor(rng() * opts.stallAtMax) }),
-    ms: stallMs(rng, opts.stallSizes, ttlMs),
-    whole: rng() < opts.redisStalls ? 'redis' : 'process',
-  }));
+  const stalls = randomStalls(rng, n, opts, site, ttlMs);
   const crashes = Array.from({ length: INT(rng, opts.crashes) }, () => ({
     caller: Math.floor(rng() * n),
     atStep: Math.floor(rng() * opts.stallAtMax),
@@ -654,17 +646,8 @@ function main() {
   let maxIdleMs = 0;
   let maxIdleSpec = null;
   let maxWaitMs = 0;
-  let failing = 0;
-  const byKind = {};
-  const samples = [];
-  let shortest = null;
-  let run = 0;
   let fullTrace = null;
-  for (const spec of specs) {
-    if (opts.budgetMs !== null && Date.now() - started > opts.budgetMs) break;
-    if (opts.stopAfter !== null && failing >= opts.stopAfter) break;
-    run += 1;
-    const result = runSchedule(spec, graphs, opts);
+  const found = exploreAll(specs, graphs, opts, started, runSchedule, (result, spec) => {
     const s = result.stats;
     for (const key of Object.keys(totals)) if (key !== 'virtualMs') totals[key] += s[key];
     totals.virtualMs += s.endMs;
@@ -674,26 +657,8 @@ function main() {
     maxIdleMs = Math.max(maxIdleMs, s.maxIdleMs);
     maxWaitMs = Math.max(maxWaitMs, s.maxWaitMs);
     if (opts.replay) fullTrace = result.fullTrace;
-    if (result.violations.length) {
-      failing += 1;
-      const v = result.violations[0];
-      byKind[v.kind] = (byKind[v.kind] ?? 0) + 1;
-      const report = { ...v, spec };
-      if (samples.length < opts.samples) samples.push(report);
-      const size = (r) => [r.spec.callers.length, r.spec.stalls.length + r.spec.crashes.length, r.step];
-      const smaller = (a, b) => { const x = size(a); const y = size(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; };
-      if (!shortest || smaller(report, shortest) < 0) shortest = report;
-    }
-  }
-  if (shortest && opts.shrink) {
-    const small = shrink(shortest.spec, shortest.kind, graphs, opts, runSchedule);
-    const again = runSchedule(small, graphs, { ...opts, trace: true });
-    const v = again.violations.find((x) => x.kind === shortest.kind) ?? again.violations[0];
-    shortest = {
-      ...v, spec: small, shrunk: true, story: story(again.fullTrace),
-      trace: again.fullTrace.slice(-Math.max(opts.traceLength, 60)), whole_trace_steps: again.fullTrace.length,
-    };
-  }
+  }, story);
+  const { run } = found;
   const summary = {
     engine: { format: lock.format, file: lock.engine_file },
     lock: opts.lock,
@@ -727,15 +692,8 @@ function main() {
       resumes_of_the_gone: totals.lostResumes,
       backstops: totals.backstops,
     },
-    violations_total: failing,
-    violations_by_kind: byKind,
-    violations: samples,
-    shortest,
-    wall_ms: Date.now() - started,
   };
-  if (fullTrace) summary.trace = fullTrace;
-  process.stdout.write(`${JSON.stringify(summary, null, 1)}\n`);
-  process.exitCode = failing ? 1 : 0;
+  report(summary, found, started, fullTrace);
 }
 
 main();

@@ -18,29 +18,28 @@ test is N8NLOCK_MODEL_SCHEDULES (default: about 60 s in all on two cores).
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.model import graph
-from tests.unit.test_lock_model import Summary, _run, bases, explore, schedules
+from tests.unit import test_lock_model
+from tests.unit.test_lock_model import (
+    STALLS,
+    _run,
+    assert_safe,
+    bases,
+    explore,
+    mutated,
+    report,
+    schedules,
+)
 
-NODE = shutil.which("node")
+# The lock model's marks: slow, and skipped without Node.js.
+pytestmark = test_lock_model.pytestmark
 
-pytestmark = [
-    pytest.mark.slow,  # thousands of schedules, explored under Node.js
-    pytest.mark.skipif(
-        NODE is None,
-        reason="node is not on PATH: the model explorer (tests/model/explore.mjs) runs under "
-        "Node.js",
-    ),
-]
-
-STALLS = ["--stalls", "0-4", "--stall-sizes", "3,6,20,rand,4:7"]
 # Failing commands and stalls inside an expression only where n8n runs the node again: a
 # rendezvous INCR is never retried (its failure fails the execution, a death: below).
 RETRIED_FAULTS = ["--redis-faults", "0.03", "--faults-retried-only"]
@@ -57,53 +56,11 @@ CUT_TO_PASS = {
 BODY_BEGUN = {"Debounce Taken", "Debounce Runs?", "Debounce Burst"}
 
 
-def report(summary: Summary) -> str:
-    """A violation as a bug report: what broke, the schedule to replay, the last steps."""
-    v = summary["shortest"] or (summary["violations"] or [None])[0]
-    head = (
-        f"{summary['violations_total']} of {summary['schedules_run']} schedules broke the "
-        f"debounce ({summary['violations_by_kind']})"
-    )
-    if v is None:
-        return head
-    lines = [
-        head,
-        f"{v['kind']}: {v['detail']} (at {v['at_ms']} ms, step {v['step']}; deaths {v['deaths']})",
-        f"replay (its whole trace): tests/model/run.sh current --debounce {v['spec']['debounce']} "
-        f"--replay '{json.dumps(v['spec'])}'",
-        "last steps (t ms, caller, process, node, op, key, value):",
-    ]
-    for row in v["trace"]:
-        cells = [str(row.get(k, "")) for k in ("t", "c", "p", "node", "op", "key", "value")]
-        lines.append("  " + " | ".join(cells))
-    return "\n".join(lines)
-
-
-def assert_safe(summary: Summary) -> None:
-    assert summary["violations_total"] == 0, report(summary)
-
-
 @pytest.fixture(scope="module")
 def graphs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The debounce chains this checkout's debounce.py generates (built anew on every run)."""
     path = tmp_path_factory.mktemp("model") / "graphs.json"
     path.write_text(json.dumps(graph.debounce_graphs()), encoding="utf-8")
-    return path
-
-
-def mutated(graphs: Path, tmp_path: Path, node: str, change: Callable[[str], str]) -> Path:
-    """A copy of the graphs whose node `node` has its parameters' text changed (the test fails
-    when the change no longer applies)."""
-    data = json.loads(graphs.read_text(encoding="utf-8"))
-    for name in graph.DEBOUNCES:
-        for n in data[name]["chain"]["nodes"]:
-            if n["name"] == node:
-                before = json.dumps(n["parameters"])
-                n["parameters"] = json.loads(change(before))
-                if json.dumps(n["parameters"]) == before:
-                    pytest.fail(f"the mutation of {node} no longer applies to its text")
-    path = tmp_path / "mutated.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
     return path
 
 
@@ -270,6 +227,15 @@ def test_where_a_death_loses_events_today(graphs: Path) -> None:
     assert set(sites) == CUT_TO_PASS | BODY_BEGUN, sites
 
 
+def finds(broken: Path, kind: str, count: int, *args: str, seed: int) -> bool:
+    """Whether the model finds a violation of `kind` in a broken variant (at the first one; no
+    stall lands inside an expression, so that no death hides the planted bug)."""
+    args = ("--debounce", "debounce", "--callers", "3-10", "--inside", "0", *args)
+    summary = explore(broken, count, *args, "--stop-after", "1", seed=seed, workers=1)
+    found: bool = summary["violations_by_kind"].get(kind, 0) > 0
+    return found
+
+
 def test_a_runner_that_takes_a_ticket_its_event_redrew_runs_it_twice(
     graphs: Path, tmp_path: Path
 ) -> None:
@@ -280,10 +246,7 @@ def test_a_runner_that_takes_a_ticket_its_event_redrew_runs_it_twice(
         return text.replace(") === 2),", ") >= 1),", 1)
 
     bad = mutated(graphs, tmp_path, "Debounce Claimed", broken)
-    args = ["--debounce", "debounce", "--callers", "3-10", *STALLS, "--inside", "0"]
-    args += ["--stop-after", "1"]
-    summary = explore(bad, schedules(1000), *args, seed=1401, workers=1)
-    assert summary["violations_by_kind"].get("event run twice", 0) > 0, summary
+    assert finds(bad, "event run twice", schedules(1000), *STALLS, seed=1401)
 
 
 def test_an_event_that_waits_on_its_own_after_key_makes_two_waiters(
@@ -296,9 +259,7 @@ def test_an_event_that_waits_on_its_own_after_key_makes_two_waiters(
         return text.replace("stored.ticket === 1 || after === 2", "after >= 1", 1)
 
     bad = mutated(graphs, tmp_path, "Debounce Verdict", broken)
-    args = ["--debounce", "debounce", "--callers", "3-10", "--stalls", "0-0", "--stop-after", "1"]
-    summary = explore(bad, schedules(400), *args, seed=1501, workers=1)
-    assert summary["violations_by_kind"].get("two waiters for one burst", 0) > 0, summary
+    assert finds(bad, "two waiters for one burst", schedules(400), "--stalls", "0-0", seed=1501)
 
 
 def test_a_runner_that_runs_its_burst_though_the_next_took_it_runs_it_twice(
@@ -311,7 +272,4 @@ def test_a_runner_that_runs_its_burst_though_the_next_took_it_runs_it_twice(
         return text.replace("const runs = got(", "const runs = true || got(", 1)
 
     bad = mutated(graphs, tmp_path, "Debounce Taken", broken)
-    args = ["--debounce", "debounce", "--callers", "3-10", *STALLS, "--inside", "0"]
-    args += ["--stop-after", "1"]
-    summary = explore(bad, schedules(1000), *args, seed=1601, workers=1)
-    assert summary["violations_by_kind"].get("event run twice", 0) > 0, summary
+    assert finds(bad, "event run twice", schedules(1000), *STALLS, seed=1601)
