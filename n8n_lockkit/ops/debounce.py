@@ -10,9 +10,9 @@ everything here is derived from the keys it keeps for a day:
   key's next event takes the burst over), how old the burst is (its first waiting event) and
   how long the key has been quiet (its last one).
 - `stats`: per key value, the events stored (`:ev:<n>` records; an event that drew a ticket
-  again stores twice, which is rare) and the bursts cut (`:cutof:<s>`; a runner that dies
-  after its cut does not run its body) in the window, dated by their TTL, which every write
-  sets to a day: so the window reaches back a day at most.
+  again stores twice, which is rare) and the bursts cut (`:cutof:<s>`; a burst whose runner
+  died before its body runs in the next burst's body) in the window, dated by their TTL, which
+  every write sets to a day: so the window reaches back a day at most.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ WAITER_NONE = "none"  # no watch yet: the key's first waiter has not looked
 # The suffixes of a key value's keys, read from the end of a name (the shortest that fits: a
 # key value may itself hold colons).
 _SUFFIX = re.compile(
-    r"^(?P<base>.+)(?P<kind>:seq|:watch|:(?:ev|claim|after|cutof):\d+|:take:\d+:\d+)$"
+    r"^(?P<base>.+)(?P<kind>:seq|:watch|:(?:ev|claim|after|cutof|ran|burst):\d+|:take:\d+:\d+)$"
 )
 _DAY_MS = keys.DEBOUNCE_TTL_SECONDS * 1000
 
@@ -131,7 +131,7 @@ class KeyStats:
 
 def parse(schema: keys.KeySchema, name: str) -> tuple[KeyValue, str] | None:
     """(key value, kind) of a debounce key, kind `seq`, `watch`, `ev`, `claim`, `after`,
-    `cutof` or `take`; None for another name."""
+    `cutof`, `ran`, `burst` or `take`; None for another name."""
     if not name.startswith(schema.debounce):
         return None
     found = _SUFFIX.match(name[len(schema.debounce) :])

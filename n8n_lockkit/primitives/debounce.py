@@ -109,7 +109,8 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
         "answer": f"={{{{ {c.first('Debounce Verdict')}.answer }}}}",
         "waits": f"{c.first('Debounce Verdict')}.state === 'wait'",
         "takes": f"{c.first('Debounce Verdict')}.state === 'take'",
-        "any": f"{c.first('Debounce Taken')}.tickets.length > 0",
+        "any": f"{c.first('Debounce Pass Watch')}.tickets.length > 0",
+        "runs": f"{c.first('Debounce Taken')}.tickets.length > 0",
         "take_key": f"={{{{ {c.first('Debounce Verdict')}.take_key }}}}",
         "took": f"$json[{c.first('Debounce Verdict')}.take_key] === 1",
         "watch_key": f"={{{{ {context}.base + {js_literal(keys.TEMPLATE_SCHEMA.watch)} }}}}",
@@ -119,9 +120,6 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
         "cut_of_key": f"={{{{ $json.base + {cut_of} + $json.s }}}}",
         "owns_cut": f"$json[{decision}.base + {cut_of} + {decision}.s] === 1",
         "seq_key": f"={{{{ {decision}.seq_key }}}}",
-        "pass": templating.expression(
-            "engine/debounce/pass", decision=decision, take=c.first("Debounce Take")
-        ),
         "watch": f"={{{{ {c.first('Debounce Verdict')}.watch }}}}",
         "decide": templating.expression(
             "engine/debounce/decide",
@@ -134,11 +132,28 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
             f"{js_literal(keys.TEMPLATE_SCHEMA.event)} + $json.last_ticket }}}}"
         ),
         "take": templating.expression("engine/debounce/take", decision=decision),
-        "taken": templating.expression(
-            "engine/debounce/taken",
+        "claimed": templating.expression(
+            "engine/debounce/claimed",
             decision=decision,
             take=c.first("Debounce Take"),
             claimed=f"{c.ref('Debounce Claim Events')}.all()",
+        ),
+        "read_prev": f"={{{{ {c.first('Debounce Claimed')}.prev_key }}}}",
+        "pass": templating.expression(
+            "engine/debounce/pass",
+            decision=decision,
+            claimed=c.first("Debounce Claimed"),
+            read_prev=c.first("Debounce Read Prev"),
+        ),
+        "ran": templating.expression(
+            "engine/debounce/ran", decision=decision, claimed=c.first("Debounce Claimed")
+        ),
+        "taken": templating.expression(
+            "engine/debounce/taken",
+            decision=decision,
+            claimed=c.first("Debounce Claimed"),
+            passed=c.first("Debounce Pass Watch"),
+            ran=f"{c.ref('Debounce Ran')}.all()",
         ),
         "burst": templating.expression(
             "engine/debounce/burst", read=f"{c.ref('Debounce Read Events')}.all()"
@@ -214,15 +229,23 @@ def _rows(s: dict[str, str]) -> list[Row]:
         Row("debounce-take", "Debounce Take", set_raw(s["take"]), (10, 1)),
         Row("debounce-take-items", "Debounce Take Items", split_out("incr"), (11, 1)),
         Row("debounce-claim-events", "Debounce Claim Events", _rendezvous(INCR_EACH), (12, 1)),
-        Row("debounce-taken", "Debounce Taken", set_raw(s["taken"]), (13, 1)),
-        Row("debounce-pass-watch", "Debounce Pass Watch", set_raw(s["pass"]), (14, 1)),
-        Row("debounce-pass", "Debounce Pass", redis(SET_STRING_EACH, True), (1, 2)),
-        Row("debounce-any", "Debounce Any?", if_(s["any"]), (2, 2)),
-        Row("debounce-read-items", "Debounce Read Items", split_out("get"), (3, 2)),
-        Row("debounce-read-events", "Debounce Read Events", redis(_read_each(), False), (4, 2)),
-        Row("debounce-burst", "Debounce Burst", set_raw(s["burst"]), (5, 2)),
-        Row("debounce-next", "Debounce Next", set_raw(s["next"]), (6, 2)),
-        Row("debounce-again", "Debounce Again?", if_("$json.next === true"), (7, 2)),
+        Row("debounce-claimed", "Debounce Claimed", set_raw(s["claimed"]), (13, 1)),
+        Row("debounce-read-prev", "Debounce Read Prev", _get_once(s["read_prev"], "prev"), (14, 1)),
+        Row("debounce-pass-watch", "Debounce Pass Watch", set_raw(s["pass"]), (2, 2)),
+        Row("debounce-pass-items", "Debounce Pass Items", split_out("set"), (3, 2)),
+        Row("debounce-pass", "Debounce Pass", redis(SET_STRING_EACH, False), (4, 2)),
+        Row("debounce-any", "Debounce Any?", if_(s["any"]), (5, 2)),
+        Row("debounce-read-items", "Debounce Read Items", split_out("get"), (6, 2)),
+        Row("debounce-read-events", "Debounce Read Events", redis(_read_each(), False), (7, 2)),
+        Row("debounce-ran-list", "Debounce Ran List", set_raw(s["ran"]), (8, 2)),
+        Row("debounce-ran-items", "Debounce Ran Items", split_out("incr"), (9, 2)),
+        # Right before the body (only expressions between): this runner and the next one meet.
+        Row("debounce-ran", "Debounce Ran", _rendezvous(INCR_EACH), (10, 2)),
+        Row("debounce-taken", "Debounce Taken", set_raw(s["taken"]), (11, 2)),
+        Row("debounce-runs", "Debounce Runs?", if_(s["runs"]), (12, 2)),
+        Row("debounce-burst", "Debounce Burst", set_raw(s["burst"]), (13, 2)),
+        Row("debounce-next", "Debounce Next", set_raw(s["next"]), (14, 2)),
+        Row("debounce-again", "Debounce Again?", if_("$json.next === true"), (15, 2)),
     ]
 
 
@@ -267,14 +290,23 @@ _EDGES: list[Edge] = [
         "Debounce Take",
         "Debounce Take Items",
         "Debounce Claim Events",
+        "Debounce Claimed",
+        "Debounce Read Prev",
         "Debounce Pass Watch",
+        "Debounce Pass Items",
         "Debounce Pass",
-        "Debounce Taken",
         "Debounce Any?",
+        "Debounce Read Items",
+        "Debounce Read Events",
+        "Debounce Ran List",
+        "Debounce Ran Items",
+        "Debounce Ran",
+        "Debounce Taken",
+        "Debounce Runs?",
+        "Debounce Burst",
     ),
-    ("Debounce Any?", 0, "Debounce Read Items"),
-    ("Debounce Any?", 1, "Debounce Next"),
-    *chained("Debounce Read Items", "Debounce Read Events", "Debounce Burst"),
+    ("Debounce Any?", 1, "Debounce Ran List"),
+    ("Debounce Runs?", 1, "Debounce Next"),
     ("Debounce Again?", 0, "Debounce Beacon"),
     ("Debounce Next", 0, "Debounce Again?"),
 ]

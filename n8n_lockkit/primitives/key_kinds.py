@@ -14,10 +14,12 @@ from n8n_lockkit.primitives.keys import (
     BEACON_AFTER_MS,
     CLAIM_SUFFIX,
     DEBOUNCE_AFTER_SUFFIX,
+    DEBOUNCE_BURST_SUFFIX,
     DEBOUNCE_CLAIM_SUFFIX,
     DEBOUNCE_CUT_SUFFIX,
     DEBOUNCE_EVENT_SUFFIX,
     DEBOUNCE_PREFIX,
+    DEBOUNCE_RAN_SUFFIX,
     DEBOUNCE_SEQ_SUFFIX,
     DEBOUNCE_STALE_MS,
     DEBOUNCE_TAKE_SUFFIX,
@@ -337,10 +339,11 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         f"{_DEBOUNCE}{DEBOUNCE_TAKE_SUFFIX}<s>:<at>",
         "string (counter)",
         _DEBOUNCE_TTL,
-        "INCR by each event that read the same stale watch (Debounce Take Over)",
+        "INCR by each event that read the same stale watch, or no watch in the same "
+        f"{DEBOUNCE_STALE_MS} ms slot (`1:<slot>`) (Debounce Take Over)",
         "those INCRs' answers",
-        "of the events that found burst s's waiter silent since `at`, the one whose INCR "
-        "answers 1 waits for it.",
+        "of the events that found burst s's waiter silent since `at` (or the key's first "
+        "burst without a watch), the one whose INCR answers 1 waits for it.",
     ),
     KeyKind(
         "debounce-cutof",
@@ -351,5 +354,26 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "those INCRs' answers",
         "one cut per burst: only the waiter whose INCR answers 1 cuts (a waiter taken over "
         "while n8n stalled ends quietly).",
+    ),
+    KeyKind(
+        "debounce-burst",
+        f"{_DEBOUNCE}{DEBOUNCE_BURST_SUFFIX}<c>",
+        "string (JSON `{s, tickets}`)",
+        _DEBOUNCE_TTL,
+        "the runner whose cut drew c, before it meets the next burst (Debounce Pass)",
+        "the runner of the next burst (Debounce Read Prev)",
+        "the tickets the burst cut at c runs (its own taken ones, after those it took from the "
+        "burst before), for the next runner to run should this one die before its body.",
+    ),
+    KeyKind(
+        "debounce-ran",
+        f"{_DEBOUNCE}{DEBOUNCE_RAN_SUFFIX}<c>",
+        "string (counter)",
+        _DEBOUNCE_TTL,
+        "INCR by the runner whose cut drew c right before its body (Debounce Ran), and by the "
+        "runner of the next burst (Debounce Claim Events)",
+        "those INCRs' answers",
+        "who runs the burst cut at c: its runner if its INCR answers 1; else the next runner, "
+        "ahead of its own (the first runner died, failed or stalled before its body).",
     ),
 )

@@ -91,6 +91,8 @@ DEBOUNCE_AFTER_SUFFIX = ":after:"
 DEBOUNCE_WATCH_SUFFIX = ":watch"
 DEBOUNCE_TAKE_SUFFIX = ":take:"
 DEBOUNCE_CUT_SUFFIX = ":cutof:"
+DEBOUNCE_RAN_SUFFIX = ":ran:"
+DEBOUNCE_BURST_SUFFIX = ":burst:"
 DEBOUNCE_TTL_SECONDS = 86400
 # A waiter writes its watch at every look (every POLL_MS at most); one not written for this long
 # is taken to be dead, and the next event of the key takes its burst over.
@@ -181,6 +183,8 @@ class KeySchema:
     watch: ClassVar[str] = DEBOUNCE_WATCH_SUFFIX
     take: ClassVar[str] = DEBOUNCE_TAKE_SUFFIX
     cut_of: ClassVar[str] = DEBOUNCE_CUT_SUFFIX
+    ran: ClassVar[str] = DEBOUNCE_RAN_SUFFIX
+    burst: ClassVar[str] = DEBOUNCE_BURST_SUFFIX
 
     @property
     def lock(self) -> str:

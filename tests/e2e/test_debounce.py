@@ -252,6 +252,73 @@ def test_a_burst_whose_waiter_was_stopped_runs_with_the_next_event(
     assert franks() == [[0, 1]]
 
 
+def test_a_key_whose_first_ticket_is_a_hole_runs_its_first_burst(
+    lockbed: LockBed, chat: str
+) -> None:
+    """Found by the model check (tests/unit/test_debounce_model.py): when the key's first
+    ticket is a hole (the first event's ticket INCR retried by n8n, its answer lost; here the
+    test draws it), the first event draws 2, meets nobody at `after:1` and no watch exists yet:
+    every event of the key was buffered and none ever ran. An event that finds no watch now
+    takes the key's first burst over."""
+    seq = keys.KeySchema("").debounce_base(chat, "holly") + keys.DEBOUNCE_SEQ_SUFFIX
+    lockbed.redis.incr(seq)
+    lockbed.redis.expire(seq, keys.DEBOUNCE_TTL_SECONDS)
+    for who in range(2):
+        call, _ = send(lockbed, chat, "holly", who)
+        assert_buffered(call, "holly")
+        assert call.body["position"] == who + 2, call.body
+        time.sleep(0.3)
+
+    def hollys() -> list[list[int]]:
+        return bodies_of(lockbed, chat, "holly")
+
+    wait_until(lambda: len(hollys()) >= 1, 20, "the first burst ran")
+    time.sleep(QUIET + 1)
+    assert hollys() == [[0, 1]]
+
+
+def test_a_burst_whose_runner_failed_before_its_body_runs_with_the_next_burst(
+    lockbed: LockBed,
+) -> None:
+    """The runner of a burst fails after its cut and before its body: the record of one of its
+    events is unreadable (a hash where a string was), so Debounce Read Events fails its three
+    tries and the execution fails. The key's next event, a stale limit later, takes the next
+    burst over; its runner meets `ran:<c>` first and runs the failed runner's burst ahead of
+    its own, in one body, in ticket order; nothing runs twice."""
+    key = install(lockbed, "debounce_recover")
+    chat = f"ivy-{uuid.uuid4().hex[:6]}"
+    record = keys.KeySchema("").debounce_base(key, chat) + keys.DEBOUNCE_EVENT_SUFFIX + "2"
+    for who in range(2):
+        call, _ = send(lockbed, key, chat, who)
+        assert_buffered(call, chat)
+        assert call.body["position"] == who + 1, call.body
+    stored = lockbed.redis.get(record)
+    assert stored is not None, "event 2 stored no record"
+    lockbed.redis.delete(record)
+    lockbed.redis.hset(record, mapping={"unreadable": "1"})
+    workflow_id = lockbed.workflow_id(key)
+
+    def failed() -> list[str]:
+        return [str(e["id"]) for e in lockbed.executions(workflow_id) if e.get("status") == "error"]
+
+    try:
+        wait_until(lambda: len(failed()) == 1, 20, "the runner failed reading the records")
+    finally:
+        lockbed.redis.delete(record)
+        lockbed.redis.set(record, stored, ex=keys.DEBOUNCE_TTL_SECONDS)
+    assert runs(lockbed, key) == [], "a body ran though its runner failed"
+    time.sleep(keys.DEBOUNCE_STALE_MS / 1000 + 1)  # the watch the failed runner wrote goes stale
+    call, _ = send(lockbed, key, chat, 2)
+    assert_buffered(call, chat)
+
+    def bodies() -> list[list[int]]:
+        return bodies_of(lockbed, key, chat)
+
+    wait_until(lambda: len(bodies()) >= 1, 20, "the next runner ran both bursts")
+    time.sleep(QUIET + 1)
+    assert bodies() == [[0, 1, 2]]
+
+
 def test_n8n_stopped_6_s_twice_during_bursts_runs_every_event_exactly_once(
     lockbed: LockBed, chat: str
 ) -> None:

@@ -10,6 +10,9 @@
 //        [--systematic --victims 0,1 --stall-sizes 6,20] [--replay SPEC_JSON] [--trace]
 //        [--shrink] [--budget-ms MS] [--stop-after N] [--max-idle-ms MS|auto]
 //        [--site-stalls P] [--samples N] [--heal-after-ms MS] [--resume-delays 250,8000]
+//   node tests/model/explore.mjs --graphs FILE --debounce NAME [--keys 1-2] [--kill]
+//        [--faults-retried-only] (NAME: debounce, debounce_fast; the same options else, and
+//        the debounce's schedules and checks: tests/model/debounce.mjs)
 //
 // What a schedule is (all of it in a JSON "spec", printed with every violation, so that
 // `--replay` runs it again):
@@ -59,97 +62,8 @@
 
 import { readFileSync } from 'node:fs';
 import { Workflow, Execution } from './n8n_subset.mjs';
-
-// ---------------------------------------------------------------------------------------------
-// Randomness: one stream per caller (its jitter and Math.random), so that dropping a caller
-// while shrinking a schedule leaves the others' timings alone.
-
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function mix(...parts) {
-  let h = 2166136261;
-  for (const part of parts) {
-    for (const ch of String(part)) {
-      h ^= ch.charCodeAt(0);
-      h = Math.imul(h, 16777619);
-    }
-    h ^= 0x2c;
-    h = Math.imul(h, 16777619);
-  }
-  return h >>> 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Redis: strings and hashes with TTLs on its own clock.
-
-class Redis {
-  constructor(clock) {
-    this.clock = clock;
-    this.data = new Map();
-  }
-
-  entry(key) {
-    const e = this.data.get(key);
-    if (e && e.expiresAt !== null && e.expiresAt <= this.clock()) {
-      this.data.delete(key);
-      return undefined;
-    }
-    return e;
-  }
-
-  expire(key, ttl) {
-    const e = this.entry(key);
-    if (!e) return;
-    if (!(ttl > 0)) this.data.delete(key);
-    else e.expiresAt = this.clock() + ttl * 1000;
-  }
-
-  get(key) {
-    const e = this.entry(key);
-    if (!e) return null;
-    if (e.type !== 'string') throw new Error(`WRONGTYPE GET ${key}`);
-    return e.value;
-  }
-
-  set(key, value, ttl) {
-    this.data.set(key, { type: 'string', value: String(value), expiresAt: null }); // SET drops a TTL
-    if (ttl !== null && ttl !== undefined) this.expire(key, ttl);
-  }
-
-  incr(key, ttl) {
-    const e = this.entry(key);
-    let n = 0;
-    if (e) {
-      if (e.type !== 'string' || !/^-?\d+$/.test(e.value)) throw new Error(`ERR value is not an integer or out of range (${key})`);
-      n = Number(e.value);
-    }
-    n += 1;
-    if (e) e.value = String(n);
-    else this.data.set(key, { type: 'string', value: String(n), expiresAt: null });
-    if (ttl) this.expire(key, ttl);
-    return n;
-  }
-
-  hset(key, fields, ttl) {
-    let e = this.entry(key);
-    if (e && e.type !== 'hash') throw new Error(`WRONGTYPE HSET ${key}`);
-    if (!e) {
-      e = { type: 'hash', value: {}, expiresAt: null };
-      this.data.set(key, e);
-    }
-    for (const [k, v] of Object.entries(fields)) e.value[k] = String(v);
-    if (ttl !== null && ttl !== undefined) this.expire(key, ttl);
-  }
-}
+import { EPOCH, INT, PICK, Redis, exploreAll, mix, mulberry32, randomProcs, randomStalls, report } from './core.mjs';
+import { debounceMain } from './debounce.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -162,7 +76,7 @@ function parseArgs(argv) {
     replay: null, trace: false, shrink: false, budgetMs: null, maxIdleMs: null,
     stallAtMax: 60, redisStalls: 0.1, holdMs: null, arrivals: null, traceLength: 40,
     samples: 3, siteStalls: 0.5, stopAfter: null, inside: 0.5, exprTimeoutMs: 5000, redisFaults: 0,
-    healAfterMs: null, resumeDelays: [250],
+    healAfterMs: null, resumeDelays: [250], debounce: null, keys: [1, 2], kill: false, retriedOnly: false,
   };
   const range = (v) => {
     const [a, b] = String(v).split('-').map(Number);
@@ -174,6 +88,10 @@ function parseArgs(argv) {
     switch (arg) {
       case '--graphs': opts.graphs = next(); break;
       case '--lock': opts.lock = next(); break;
+      case '--debounce': opts.debounce = next(); break;
+      case '--keys': opts.keys = range(next()); break;
+      case '--kill': opts.kill = true; break;
+      case '--faults-retried-only': opts.retriedOnly = true; break;
       case '--schedules': opts.schedules = Number(next()); break;
       case '--seed': opts.seed = Number(next()); break;
       case '--callers': opts.callers = range(next()); break;
@@ -215,20 +133,6 @@ function parseArgs(argv) {
 // ---------------------------------------------------------------------------------------------
 // Schedules
 
-const EPOCH = Date.UTC(2027, 0, 4, 9, 0, 0);
-const PICK = (rng, list) => list[Math.floor(rng() * list.length)];
-const INT = (rng, [a, b]) => a + Math.floor(rng() * (b - a + 1));
-
-function stallMs(rng, sizes, ttlMs) {
-  const size = PICK(rng, sizes);
-  if (size === 'rand') return Math.round(200 + rng() * (ttlMs - 200));
-  if (size.includes(':')) {
-    const [a, b] = size.split(':').map(Number);
-    return Math.round((a + rng() * (b - a)) * 1000);
-  }
-  return Number(size) * 1000;
-}
-
 // The steps where a stall matters most: between a decision and its writes, between two writes
 // of one node, between a write and the read that checks it. A site stall begins when the
 // caller is about to take that step for the `occurrence`-th time (0 = the first).
@@ -248,10 +152,7 @@ function randomSpec(opts, lock, seed, index) {
   const ttlMs = lock.ttl_seconds * 1000;
   const n = INT(rng, opts.callers);
   const procCount = Math.min(n, INT(rng, opts.procs));
-  const procs = Array.from({ length: procCount }, () => ({
-    offset: Math.round((rng() * 2 - 1) * opts.offsetMs),
-    rate: 1 + (rng() * 2 - 1) * opts.drift,
-  }));
+  const procs = randomProcs(rng, procCount, opts);
   const spread = opts.arrivals ?? PICK(rng, [[0, 0], [0, 300], [0, 2000], [0, 8000], [0, 20000]]);
   const callers = Array.from({ length: n }, (_, i) => ({
     proc: i < procCount ? i : Math.floor(rng() * procCount),
@@ -260,12 +161,7 @@ function randomSpec(opts, lock, seed, index) {
       : rng() < 0.8 ? 10 + rng() * 400 : 400 + rng() * 2600),
     rng: mix(seed, index, 'caller', i),
   }));
-  const stalls = Array.from({ length: INT(rng, opts.stalls) }, () => ({
-    caller: Math.floor(rng() * n),
-    ...(rng() < opts.siteStalls ? site(rng) : { atStep: Math.floor(rng() * opts.stallAtMax) }),
-    ms: stallMs(rng, opts.stallSizes, ttlMs),
-    whole: rng() < opts.redisStalls ? 'redis' : 'process',
-  }));
+  const stalls = randomStalls(rng, n, opts, site, ttlMs);
   const crashes = Array.from({ length: INT(rng, opts.crashes) }, () => ({
     caller: Math.floor(rng() * n),
     atStep: Math.floor(rng() * opts.stallAtMax),
@@ -693,46 +589,6 @@ export function runSchedule(spec, graphs, opts) {
   return { violations, stats, fullTrace, steps: Object.fromEntries(callers.map((c) => [c.id, c.steps])) };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Shrinking a failing schedule: drop callers, stalls and crashes, and make stalls and holds
-// smaller, while the same kind of violation remains.
-
-function withoutCaller(spec, i) {
-  const renumber = (list) => list.filter((s) => s.caller !== i).map((s) => ({ ...s, caller: s.caller > i ? s.caller - 1 : s.caller }));
-  return { ...spec, callers: spec.callers.filter((_, j) => j !== i), stalls: renumber(spec.stalls), crashes: renumber(spec.crashes) };
-}
-
-function shrink(spec, kind, graphs, opts) {
-  const fails = (s) => s.callers.length > 0 && runSchedule(s, graphs, opts).violations.some((v) => v.kind === kind);
-  let best = spec;
-  let improved = true;
-  while (improved) {
-    improved = false;
-    const candidates = [];
-    for (let i = 0; i < best.callers.length; i += 1) candidates.push(withoutCaller(best, i));
-    for (let i = 0; i < best.stalls.length; i += 1) candidates.push({ ...best, stalls: best.stalls.filter((_, j) => j !== i) });
-    for (let i = 0; i < best.crashes.length; i += 1) candidates.push({ ...best, crashes: best.crashes.filter((_, j) => j !== i) });
-    for (let i = 0; i < best.stalls.length; i += 1) {
-      for (const ms of [3000, 6000]) {
-        if (ms < best.stalls[i].ms) candidates.push({ ...best, stalls: best.stalls.map((s, j) => (j === i ? { ...s, ms } : s)) });
-      }
-    }
-    const emptyProcs = best.procs.map((_, p) => p).filter((p) => !best.callers.some((c) => c.proc === p));
-    if (emptyProcs.length) {
-      const keep = best.procs.map((_, p) => p).filter((p) => !emptyProcs.includes(p));
-      candidates.push({ ...best, procs: keep.map((p) => best.procs[p]), callers: best.callers.map((c) => ({ ...c, proc: keep.indexOf(c.proc) })) });
-    }
-    for (const candidate of candidates) {
-      if (fails(candidate)) {
-        best = candidate;
-        improved = true;
-        break;
-      }
-    }
-  }
-  return best;
-}
-
 // The rows of a trace that tell what happened: arrivals, stalls, tickets, decisions other than
 // waiting, every write, the late-entry check, bodies and ends.
 function story(trace) {
@@ -768,6 +624,10 @@ function main() {
   const started = Date.now();
   const opts = parseArgs(process.argv.slice(2));
   const graphs = JSON.parse(readFileSync(opts.graphs, 'utf8'));
+  if (opts.debounce) {
+    debounceMain(opts, graphs, started);
+    return;
+  }
   const lock = graphs[opts.lock];
   if (!lock) throw new Error(`no lock ${opts.lock} in ${opts.graphs}`);
   let specs;
@@ -786,17 +646,8 @@ function main() {
   let maxIdleMs = 0;
   let maxIdleSpec = null;
   let maxWaitMs = 0;
-  let failing = 0;
-  const byKind = {};
-  const samples = [];
-  let shortest = null;
-  let run = 0;
   let fullTrace = null;
-  for (const spec of specs) {
-    if (opts.budgetMs !== null && Date.now() - started > opts.budgetMs) break;
-    if (opts.stopAfter !== null && failing >= opts.stopAfter) break;
-    run += 1;
-    const result = runSchedule(spec, graphs, opts);
+  const found = exploreAll(specs, graphs, opts, started, runSchedule, (result, spec) => {
     const s = result.stats;
     for (const key of Object.keys(totals)) if (key !== 'virtualMs') totals[key] += s[key];
     totals.virtualMs += s.endMs;
@@ -806,26 +657,8 @@ function main() {
     maxIdleMs = Math.max(maxIdleMs, s.maxIdleMs);
     maxWaitMs = Math.max(maxWaitMs, s.maxWaitMs);
     if (opts.replay) fullTrace = result.fullTrace;
-    if (result.violations.length) {
-      failing += 1;
-      const v = result.violations[0];
-      byKind[v.kind] = (byKind[v.kind] ?? 0) + 1;
-      const report = { ...v, spec };
-      if (samples.length < opts.samples) samples.push(report);
-      const size = (r) => [r.spec.callers.length, r.spec.stalls.length + r.spec.crashes.length, r.step];
-      const smaller = (a, b) => { const x = size(a); const y = size(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; };
-      if (!shortest || smaller(report, shortest) < 0) shortest = report;
-    }
-  }
-  if (shortest && opts.shrink) {
-    const small = shrink(shortest.spec, shortest.kind, graphs, opts);
-    const again = runSchedule(small, graphs, { ...opts, trace: true });
-    const v = again.violations.find((x) => x.kind === shortest.kind) ?? again.violations[0];
-    shortest = {
-      ...v, spec: small, shrunk: true, story: story(again.fullTrace),
-      trace: again.fullTrace.slice(-Math.max(opts.traceLength, 60)), whole_trace_steps: again.fullTrace.length,
-    };
-  }
+  }, story);
+  const { run } = found;
   const summary = {
     engine: { format: lock.format, file: lock.engine_file },
     lock: opts.lock,
@@ -859,15 +692,8 @@ function main() {
       resumes_of_the_gone: totals.lostResumes,
       backstops: totals.backstops,
     },
-    violations_total: failing,
-    violations_by_kind: byKind,
-    violations: samples,
-    shortest,
-    wall_ms: Date.now() - started,
   };
-  if (fullTrace) summary.trace = fullTrace;
-  process.stdout.write(`${JSON.stringify(summary, null, 1)}\n`);
-  process.exitCode = failing ? 1 : 0;
+  report(summary, found, started, fullTrace);
 }
 
 main();

@@ -14,6 +14,9 @@ release chain (`engine.release`, on the record Lock Decide wrote, as the inline 
 folder; the work tree and the repository are not touched): `--commit 9cb0f7b` is the engine
 before the stall-safe format 3.
 
+The command line adds the debounce chains (`debounce_graphs()`, keyed `debounce…`) for
+`explore.mjs --debounce NAME` (tests/unit/test_debounce_model.py).
+
     python tests/model/graph.py [-o FILE] [--commit REV | --root DIR] [--ttl S] [--max-wait S]
 """
 
@@ -122,6 +125,46 @@ def build(ttl: int = TTL_SECONDS, max_wait: int = MAX_WAIT_SECONDS) -> dict[str,
     return out
 
 
+# Debounces the model runs (docs/debounce.md): name: (Q, M, N), small, so that schedules of a
+# few seconds reach every path (quiet, max wait, full).
+DEBOUNCES: dict[str, tuple[int, int, int]] = {
+    "debounce": (2, 6, 4),
+    "debounce_fast": (1, 3, 3),
+}
+DEBOUNCE_KEY = "={{ $json.key }}"
+
+
+def debounce_graphs() -> dict[str, Any]:
+    """The debounce chains (`primitives/debounce.py`) of the engine importable here, as
+    `add-debounce` wires them (Debounce Answer on to Debounce Waits?), keyed `debounce…`; none
+    for an engine older than the debounce."""
+    try:
+        debounce = importlib.import_module("n8n_lockkit.primitives.debounce")
+    except ModuleNotFoundError:
+        return {}
+    keys = importlib.import_module("n8n_lockkit.primitives.keys")
+    out: dict[str, Any] = {}
+    for name, (quiet, max_wait, max_items) in DEBOUNCES.items():
+        inputs = debounce.DebounceInputs(DEBOUNCE_KEY, quiet, max_wait, max_items)
+        chain = debounce.debounce("model", "model", inputs, (0, 0))
+        chain.link([("Debounce Answer", 0, "Debounce Waits?")])  # debounce_wrap.py does so
+        group = _group(chain)
+        group["exits"] = {"burst": group["exits"]["burst"]}
+        out[name] = {
+            "kind": "debounce",
+            "quiet_seconds": quiet,
+            "max_wait_seconds": max_wait,
+            "max_items": max_items,
+            "stale_ms": int(keys.DEBOUNCE_STALE_MS),
+            "poll_ms": int(debounce.POLL_MS),
+            "engine_file": str(Path(str(debounce.__file__)).resolve()),
+            "chain": group,
+            # after the body: where the wrap's Debounce Body Items leads besides the body
+            "after_body": chain.name("Debounce Next"),
+        }
+    return out
+
+
 def extract(commit: str, dest: Path) -> Path:
     """`n8n_lockkit/` and `templates/` of `commit`, written under `dest` (git archive)."""
     archive = subprocess.run(
@@ -153,7 +196,7 @@ def graphs(
             text=True,
         )  # fmt: skip
     result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    return {name: g for name, g in result.items() if g.get("kind") != "debounce"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"imported {data['mutex']['engine_file']}, not the one in {args.root}")
     else:
         data = graphs(commit=args.commit, ttl=args.ttl, max_wait=args.max_wait)
+    data.update(debounce_graphs())  # explore.mjs --debounce NAME
     text = json.dumps(data, indent=1)
     if args.output is None:
         sys.stdout.write(text + "\n")

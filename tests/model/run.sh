@@ -9,7 +9,8 @@
 #   tests/model/run.sh current --lock mutex --schedules 5000 --stalls 0-4
 #   tests/model/run.sh 9cb0f7b --lock mutex --schedules 1000 --stall-sizes 6 --shrink
 #   tests/model/run.sh current --lock semaphore --callers 4-9 --systematic --victims 0,1,2 --stall-sizes 6,20
-# Exit status 1 when a schedule broke the lock; the JSON summary names it (`--replay` it).
+#   tests/model/run.sh current --debounce debounce --callers 3-10 --stalls 0-4 --crashes 1-2 --shrink
+# Exit status 1 when a schedule broke the lock (or the debounce); the JSON summary names it (`--replay` it).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

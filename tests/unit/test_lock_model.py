@@ -108,16 +108,18 @@ def merge(parts: list[Summary]) -> Summary:
 def report(summary: Summary) -> str:
     """A violation as a bug report: what broke, the schedule to replay, the last steps."""
     v = summary["shortest"] or (summary["violations"] or [None])[0]
+    what = "debounce" if "debounce" in summary else "lock"  # tests/unit/test_debounce_model.py
     head = (
-        f"{summary['violations_total']} of {summary['schedules_run']} schedules broke the lock "
+        f"{summary['violations_total']} of {summary['schedules_run']} schedules broke the {what} "
         f"({summary['violations_by_kind']}); max bodies at once {summary['max_bodies_at_once']}"
     )
     if v is None:
         return head
+    deaths = f"; deaths {v['deaths']}" if "deaths" in v else ""
     lines = [
         head,
-        f"{v['kind']}: {v['detail']} (at {v['at_ms']} ms, step {v['step']})",
-        f"replay (its whole trace): tests/model/run.sh current --lock {v['spec']['lock']} "
+        f"{v['kind']}: {v['detail']} (at {v['at_ms']} ms, step {v['step']}{deaths})",
+        f"replay (its whole trace): tests/model/run.sh current --{what} {v['spec'][what]} "
         f"--replay '{json.dumps(v['spec'])}'",
         "last steps (t ms, caller, process, node, op, key, value):",
     ]
@@ -151,11 +153,11 @@ def previous_graphs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def mutated(graphs: Path, tmp_path: Path, node: str, change: Callable[[str], str]) -> Path:
-    """A copy of the graphs whose acquire node `node` has its expression text changed (the
-    engine itself is not touched): the model must catch the broken protocol."""
+    """A copy of the graphs whose acquire node `node` (or a debounce's node) has its expression
+    text changed (the engine itself is not touched): the model must catch the broken protocol."""
     data = json.loads(graphs.read_text(encoding="utf-8"))
     for lock in data.values():
-        for n in lock["acquire"]["nodes"]:
+        for n in lock["acquire" if "acquire" in lock else "chain"]["nodes"]:  # or a debounce's
             if n["name"] == node:
                 before = json.dumps(n["parameters"])
                 n["parameters"] = json.loads(change(before))

@@ -1,13 +1,17 @@
-// A claim that answered 2 is an event that stored its items before the runner came: it is in
-// this burst (and in no other: only one INCR of its claim answers 2). After 2: event c + 1
-// came first and does not wait, so this execution waits for the next burst after the body.
+// `ran:<c>` answered 1: this runner runs its burst (with the burst before it, when it took that
+// over; their records are read already); 2: the next runner got there first and ran it, so this
+// one runs nothing. After 2:
+// event c + 1 came first and does not wait, so this execution waits for the next burst after
+// the body; not when the next runner passed it (then the next burst was cut already).
 const w = << decision >>;
-const take = << take >>;
-const got = (key) => Number(<< claimed >>.map((item) => item.json[key]).find((v) => v !== undefined));
-const tickets = take.tickets.filter((t) => got(`${w.base}<< keys.event_claim >>${t}`) === 2);
+const claimed = << claimed >>;
+const passed = << passed >>;
+const got = (key) => Number(<< ran >>.map((item) => item.json[key]).find((v) => v !== undefined));
+const runs = got(`${w.base}<< keys.ran >>${claimed.c}`) === 1;
+const tickets = runs ? passed.tickets : [];
 return {
   tickets,
-  next: got(`${w.base}<< keys.after >>${take.c}`) === 2,
-  c: take.c,
-  get: tickets.map((t) => ({ key: `${w.base}<< keys.event >>${t}` })),
+  inherited: runs ? passed.inherited : [],
+  next: runs && got(`${w.base}<< keys.after >>${claimed.c}`) === 2,
+  c: claimed.c,
 };

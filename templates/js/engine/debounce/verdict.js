@@ -4,7 +4,11 @@
 // ticket came first, so this event waits for the burst that begins with it (its runner INCRs
 // the same key and gets 1); ticket 1 begins the key's first burst. Any other event reads the
 // watch (Debounce Read Watch): a waiter silent for << debounce_stale_ms >> ms is taken to be
-// dead, and the event tries to take its burst over (Debounce Take Over).
+// dead, and the event tries to take its burst over (Debounce Take Over). No watch at all: the
+// key's first burst (nobody else writes the watch before its waiter's first look), whose waiter
+// may have died before that look or never exist (ticket 1 a hole: a retried ticket INCR); the
+// event tries to take burst 1 over at once, one event per << debounce_stale_ms >> ms slot (the
+// model check found the key dead for a day otherwise). A live first waiter meets it at the cut.
 const ctx = << context >>;
 const stored = << stored >>;
 const got = (key) => Number(<< claimed >>.map((item) => item.json[key]).find((v) => v !== undefined));
@@ -17,7 +21,11 @@ let watched = null;
 try {
   watched = typeof $json.watch === 'string' ? JSON.parse($json.watch) : $json.watch;
 } catch (error) {}
-const stale = !waits && watched && Number.isFinite(Number(watched.s)) && now - Number(watched.at) > << debounce_stale_ms >>;
+let stale = !waits && watched && Number.isFinite(Number(watched.s)) && now - Number(watched.at) > << debounce_stale_ms >>;
+if (!waits && !watched) {
+  watched = { s: 1, at: Math.floor(now / << debounce_stale_ms >>), first_at: now };
+  stale = true;
+}
 const s = stale ? Number(watched.s) : stored.ticket;
 return {
   state: waits ? 'wait' : stale ? 'take' : 'buffered',
