@@ -22,6 +22,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from n8n_lockkit.primitives import engine
+from n8n_lockkit.primitives.nodekit import if_parameters, js_literal
+from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Workflow
 from n8n_lockkit.rewrite.wrapping.configs import LockConfig, Rates, WrapError
 from n8n_lockkit.rewrite.wrapping.debounce_guard import guard_debounce, unguard_debounce
@@ -31,6 +34,7 @@ from n8n_lockkit.rewrite.wrapping.debounce_wrap import (
     unwrap_debounce,
     wrap_debounce,
 )
+from n8n_lockkit.rewrite.wrapping.nodes import role_of
 from n8n_lockkit.rewrite.wrapping.replay import REPLAY
 from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
 from n8n_lockkit.rewrite.wrapping.wrap import rate_limits, wrap
@@ -111,6 +115,20 @@ def check(key: str, lock: LockConfig | None, rate: Rates, guard: LockConfig | No
         )
 
 
+def _release_per_burst(workflow: Workflow, key: str) -> None:
+    """Let the lock's release run once per acquisition, not once per execution: a runner
+    whose next burst came first waits for it and runs the body again in the same execution
+    (docs/debounce.md, "One waiter per burst"), and that second pass takes the lock anew.
+    The release's verdict names the lock_id it freed; each acquisition draws its own."""
+    for node in graph.nodes(workflow):
+        if role_of(node) == "lock-release-once":
+            verdict = js_literal(engine.RELEASE_ENTRY)
+            decision = js_literal("Lock Decide")
+            released = f"$({verdict}).isExecuted"
+            freed = f"$({verdict}).first().json.lock_id === $({decision}).first().json.lock_id"
+            node["parameters"] = if_parameters(key, f"!({released} && {freed})")
+
+
 def compose(
     body: Workflow,
     key: str,
@@ -126,6 +144,7 @@ def compose(
         return wrap(body, key, lock, rate, guard, own_cleanup=own_cleanup)
     check(key, lock, rate, guard)
     inner = wrap(body, key, lock, rate, None, own_cleanup=own_cleanup)
+    _release_per_burst(inner, key)
     debounced = wrap_debounce(inner, key, debounce)
     if guard is None:
         return debounced
