@@ -73,12 +73,12 @@ def read_layers(workflow: Workflow) -> Layers:
 APART = "or keep them apart: debounce here, and lock in a workflow the debounced body calls"
 
 
-def _drops(what: str, key: str, command: str) -> WrapError:
+def _drops(what: str, key: str, fix: str) -> WrapError:
     return WrapError(
         f"workflow {key!r} would have a debounce and {what}: that would drop a whole burst "
         "(the runner's execution carries every event of it, and its callers were answered "
         "already)",
-        hint=f"`n8nlock {command}` (what composes with a debounce waits); {APART}",
+        hint=f"{fix} (what composes with a debounce waits); {APART}",
     )
 
 
@@ -86,17 +86,17 @@ def check(key: str, lock: LockConfig | None, rate: Rates, guard: LockConfig | No
     """Refuse what does not compose with a debounce: a lock or rate limit that would turn the
     runner away, a lock that calls the primitives, a guard that replays."""
     if lock is not None and lock.on_busy != "wait":
-        command = f"add-lock-to-workflow --workflow-key {key} --on-busy wait"
-        raise _drops(f"a lock with --on-busy {lock.on_busy}", key, command)
+        fix = f"`n8nlock add-lock-to-workflow --workflow-key {key} --on-busy wait`"
+        raise _drops(f"a lock with --on-busy {lock.on_busy}", key, fix)
     for limit in rate_limits(rate):
         if limit.on_denied != "wait":
             scope = shlex.quote(limit.scope.replace("`", "'"))
-            command = f"add-rate-limit --workflow-key {key} --scope-expression {scope} "
-            raise _drops(
-                f"a rate limit ({limit.scope!r}) with --on-denied {limit.on_denied}",
-                key,
-                command + "--on-denied wait",
+            fix = (
+                f"`n8nlock add-rate-limit --workflow-key {key} --scope-expression {scope} "
+                "--on-denied wait`"
             )
+            what = f"a rate limit ({limit.scope!r}) with --on-denied {limit.on_denied}"
+            raise _drops(what, key, fix)
     if lock is not None and lock.via_subworkflow:
         raise WrapError(
             f"workflow {key!r} would have a debounce and a lock that calls lock_acquisition "
