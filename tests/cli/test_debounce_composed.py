@@ -246,3 +246,22 @@ def test_validate_strict_accepts_it_and_upgrade_renders_it_identically(
     assert result.exit_code == 0, explain(result)
     assert "order_update: wrapped, format 4 -> identical" in result.stdout + result.stderr
     assert path(bed).read_text() == composed
+
+
+def test_a_lock_that_parks_its_waiters_composes_and_unwraps(bed: Path, invoke: Invoke) -> None:
+    original = path(bed).read_text()
+    apply(invoke, bed, ["debounce"])
+    debounced = path(bed).read_text()
+    result = run(invoke, bed, "lock", "--park")
+    assert result.exit_code == 0, explain(result)
+    wrapped = workflow(bed, KEY)
+    roles = {str(n.get("notes", "")).split(" ")[0] for n in graph.nodes(wrapped)}
+    assert "n8nlock:lock-park" in roles and "n8nlock:debounce-response" in roles, roles
+    strict = invoke("validate", "--strict", cwd=bed)
+    assert strict.exit_code == 0, explain(strict)
+    result = invoke("unwrap", "--workflow-key", KEY, "--only", "lock", cwd=bed)
+    assert result.exit_code == 0, explain(result)
+    assert path(bed).read_text() == debounced
+    result = invoke("unwrap", "--workflow-key", KEY, cwd=bed)
+    assert result.exit_code == 0, explain(result)
+    assert path(bed).read_text() == original

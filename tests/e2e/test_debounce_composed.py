@@ -1,8 +1,8 @@
 """Issue 34 in a real n8n with a real Redis: a duplicate guard → a debounce → a rate limit that
 waits → a lock that waits → the body.
 
-The body records each run in Redis (`composed-sink-<workflow key>`): a start mark with the
-burst's items, a hold of HOLD_S, an end mark. Held here: every caller is answered at once
+The body records each run in Redis (`engine-sink-<workflow key>`): a start mark with the
+burst's items, a hold of HOLD_MS, an end mark. Held here: every caller is answered at once
 (`buffered`, or the guard's `duplicate`); every event's item is in exactly one body; a
 duplicate (same event id) within the window is in none; the bodies of one lock scope never
 run at once; nothing stays held.
@@ -10,7 +10,6 @@ run at once; nothing stays held.
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 import uuid
@@ -19,59 +18,28 @@ from typing import Any
 
 from testbed.settings import topology
 from tests.e2e.lockbed import Call, LockBed, held_lanes, run_cli, wait_until
-from tests.e2e.test_lock_engine import REDIS, most_at_once
+from tests.e2e.test_lock_engine import engine_workflow, most_at_once
 
 QUIET = 2  # seconds
-HOLD_S = 1.0  # each body holds the lock this long
+HOLD_MS = 1000  # each body holds the lock this long
 WINDOW = "120"  # seconds a buffered or run event turns its duplicates away
 # In queue mode a call hops main → Bull → a worker → main before it is answered.
 HOP_S = 1.0 if topology() == "queue" else 0.0
 
 
-def _node(key: str, name: str, kind: str, version: float, x: int, params: dict[str, Any],
-          **extra: Any) -> dict[str, Any]:  # fmt: skip
-    return {
-        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:{name}")),
-        "name": name,
-        "type": kind,
-        "typeVersion": version,
-        "position": [x, 0],
-        "parameters": params,
-        **extra,
-    }
-
-
-def _mark(key: str, event: str, extra: str = "") -> dict[str, Any]:
-    fields = f"event: '{event}', t: Date.now(), execution: $execution.id{extra}"
-    data = f"={{{{ JSON.stringify({{ {fields} }}) }}}}"
-    return {"operation": "push", "list": f"composed-sink-{key}", "messageData": data, "tail": True}
-
-
 def body_workflow(key: str) -> dict[str, Any]:
-    """Webhook (answers with its last node) → Start (the burst's items) → Hold → End."""
-    items = ", items: $input.all().map((item) => item.json.body)"
-    nodes = [
-        _node(key, "Webhook", "n8n-nodes-base.webhook", 2, 0,
-              {"httpMethod": "POST", "path": key, "responseMode": "lastNode", "options": {}},
-              webhookId=str(uuid.uuid5(uuid.NAMESPACE_URL, key))),
-        _node(key, "Start", "n8n-nodes-base.redis", 1, 220, _mark(key, "start", items),
-              credentials=REDIS, executeOnce=True),
-        _node(key, "Hold", "n8n-nodes-base.wait", 1.1, 440,
-              {"resume": "timeInterval", "amount": HOLD_S, "unit": "seconds"},
-              webhookId=str(uuid.uuid5(uuid.NAMESPACE_URL, key + "-hold"))),
-        _node(key, "End", "n8n-nodes-base.redis", 1, 660, _mark(key, "end"), credentials=REDIS,
-              executeOnce=True),
-    ]  # fmt: skip
-    chain = [n["name"] for n in nodes]
-    return {
-        "name": f"e2e composed debounce ({key})",
-        "nodes": nodes,
-        "connections": {
-            a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
-            for a, b in itertools.pairwise(chain)
-        },
-        "settings": {"executionOrder": "v1"},
-    }
+    """engine_workflow (Webhook → Mark Start → Hold → Mark End → Answer) whose marks run once
+    per body, the start mark with the burst's items."""
+    workflow = engine_workflow(key)
+    for node in workflow["nodes"]:
+        if node["name"] in ("Mark Start", "Mark End"):
+            node["executeOnce"] = True
+        if node["name"] == "Mark Start":
+            node["parameters"]["messageData"] = node["parameters"]["messageData"].replace(
+                "execution: $execution.id",
+                "execution: $execution.id, items: $input.all().map((item) => item.json.body)",
+            )
+    return workflow
 
 
 def install(bed: LockBed, name: str, *lock_flags: str) -> str:
@@ -97,7 +65,8 @@ def install(bed: LockBed, name: str, *lock_flags: str) -> str:
 
 
 def marks(bed: LockBed, key: str) -> list[dict[str, Any]]:
-    return [json.loads(e) for e in bed.redis.lrange(f"composed-sink-{key}", 0, -1)]
+    """What the bodies of `key` marked (its events name `key` as the sink's scope)."""
+    return [json.loads(e) for e in bed.redis.lrange(f"engine-sink-{key}", 0, -1)]
 
 
 def bodies(bed: LockBed, key: str) -> list[dict[str, Any]]:
@@ -112,7 +81,8 @@ def bodies(bed: LockBed, key: str) -> list[dict[str, Any]]:
 
 
 def send(bed: LockBed, key: str, chat: str, event: str, lock: str) -> Call:
-    return bed.webhook(key, {"chat": chat, "event": event, "lock": lock})
+    body = {"chat": chat, "event": event, "lock": lock, "scope": key, "hold_ms": HOLD_MS}
+    return bed.webhook(key, body)
 
 
 def assert_buffered(call: Call, chat: str) -> None:

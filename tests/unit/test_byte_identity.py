@@ -26,7 +26,7 @@ from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
 from n8n_lockkit.rewrite.wrapping.compose import compose
 from n8n_lockkit.rewrite.wrapping.debounce_wrap import DebounceConfig
-from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, wrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig
 
 CORPUS = Path(__file__).parent.parent / "corpus"
 DIGESTS = Path(__file__).parent.parent / "fixtures" / "byte_identity.json"
@@ -89,28 +89,14 @@ DEBOUNCED: dict[str, Forms] = {
 }
 
 
-def _guard_of(guard: LockConfig | None, name: str) -> LockConfig | None:
-    if guard is None:
-        return None
-    return LockConfig(**{**guard.__dict__, "scope": guard.scope.replace("{wf}", name)})
-
-
-def _debounced(name: str, form: str) -> str:
-    lock, rate, guard = DEBOUNCED[form]
-    body = json.loads((CORPUS / f"{name}.template.json").read_text())
-    try:
-        return dump_workflow(compose(body, name, lock, rate, _guard_of(guard, name), DEBOUNCE))
-    except LockkitError as err:  # a refusal is a result too
-        return f"refused: {err.message}\n"
-
-
-def _wrapped(name: str, form: str) -> str:
-    lock, rate, guard = FORMS[form]
+def _wrapped(name: str, form: str, debounce: DebounceConfig | None = None) -> str:
+    """A corpus workflow in one form (composed with `debounce` when given; wrap's otherwise)."""
+    lock, rate, guard = (DEBOUNCED if debounce else FORMS)[form]
     if guard is not None:
         guard = LockConfig(**{**guard.__dict__, "scope": guard.scope.replace("{wf}", name)})
     try:
-        return dump_workflow(wrap(json.loads((CORPUS / f"{name}.template.json").read_text()),
-                                  name, lock, rate, guard))  # fmt: skip
+        return dump_workflow(compose(json.loads((CORPUS / f"{name}.template.json").read_text()),
+                                     name, lock, rate, guard, debounce))  # fmt: skip
     except LockkitError as err:  # a refusal is a result too
         return f"refused: {err.message}\n"
 
@@ -124,7 +110,7 @@ def _cases() -> dict[str, Callable[[], str]]:
         for form in FORMS:
             cases[f"wrap/{name}/{form}"] = lambda n=name, f=form: _wrapped(n, f)  # type: ignore[misc]
         for form in DEBOUNCED:
-            cases[f"debounce/{name}/{form}"] = lambda n=name, f=form: _debounced(n, f)  # type: ignore[misc]
+            cases[f"debounce/{name}/{form}"] = lambda n=name, f=form: _wrapped(n, f, DEBOUNCE)  # type: ignore[misc]
     for key, primitive in PRIMITIVES.items():
         cases[f"primitive/{key}/options"] = lambda p=primitive: dump_workflow(  # type: ignore[misc]
             render_primitive(p, OPTIONS)
