@@ -43,6 +43,11 @@ ENDS = (
     ("Debounce Again?", 1),
 )
 RELEASE_FRAME = "frame-dedupe-release"
+RESTORE_FRAME = "frame-dedupe-restore"
+RESTORE_NOTE = "n8nlock · Duplicate Guard: waits here"
+RESTORE_TEXT = (
+    "**n8nlock**: waits for the duplicate guard, then hands the debounce the trigger's items."
+)
 RELEASE_NOTE = "n8nlock · Duplicate Guard: release"
 # What the guard changed in settings, noted on Dedupe Release.
 SETTINGS_MARK = "; settings before the guard: "
@@ -82,6 +87,7 @@ def guard_debounce(
     main[entry.output] = []
     decision, restore = acquire_inline(b, (entry.node, entry.output), entry, guard)
     nodekit.outputs(result["connections"], restore, 0)[0] = debounce_links
+    b.framed.append(Block(RESTORE_FRAME, RESTORE_NOTE, RESTORE_TEXT, [b.node(restore)]))
     x, y = b.position("Debounce Again?")
     names = Names(kind="Dedupe")
     group = engine.release(key, release_side.record([decision]), (x + engine.STEP, y), names)
@@ -99,7 +105,7 @@ def guard_debounce(
 def is_guard_role(role: str | None) -> bool:
     """Whether a node with this role is the guard's (in front of a debounce)."""
     return role is not None and (
-        role.startswith("dedupe-") or role in ("frame-dedupe", RELEASE_FRAME)
+        role.startswith("dedupe-") or role in ("frame-dedupe", RELEASE_FRAME, RESTORE_FRAME)
     )
 
 

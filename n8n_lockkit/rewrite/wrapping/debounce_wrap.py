@@ -32,6 +32,7 @@ from n8n_lockkit.rewrite.wrapping.builder import (
     STEP,
     Block,
     Builder,
+    notes_bottom,
     stack_above_notes,
     trigger_entries,
 )
@@ -144,6 +145,8 @@ def wrap_debounce(body: Workflow, key: str, config: DebounceConfig) -> Workflow:
     nodekit.outputs(workflow["connections"], items, 0)[0] = [*body_links]
     b.connect(items, 0, "Debounce Next")
     bottom = placement.user_extent(workflow).bottom + BELOW_BODY
+    if (notes := notes_bottom(workflow)) is not None:  # below a lock's notes on the body's row
+        bottom = max(bottom, notes + placement.NOTE_GAP + placement.NOTE_HEADER)
     for k, node in enumerate(after):
         node["position"] = [x + (k + 1) * STEP, int(bottom)]
     b.framed.append(Block("frame-debounce-next", NEXT_NOTE, _next_text(), after))
