@@ -66,8 +66,9 @@ def add_debounce(
     "position": ...} (a webhook that answers with its last node gets a Respond to Webhook
     node for it), other triggers end with that item. One execution per burst stays awake to
     wait. Run again, it changes only what is given (`default` puts a value back to its
-    default); `unwrap` takes it off and restores the file exactly. This version does not
-    compose with a lock, a rate limit or a duplicate guard on the same workflow.
+    default); `unwrap` takes it off and restores the file exactly. A duplicate guard
+    (add-dedupe) goes in front of the debounce; a rate limit (--on-denied wait) and a lock
+    (--on-busy wait) run once per burst, in the runner's execution, on the burst's items.
 
     \b
     Example:

@@ -14,7 +14,7 @@ from click.testing import Result
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.wrapping.debounce_wrap import DebounceConfig, read_debounce
 from n8n_lockkit.rewrite.wrapping.nodes import role_of
-from tests.cli.test_add_lock import CORPUS, add_lock, workflow
+from tests.cli.test_add_lock import CORPUS, workflow
 from tests.conftest import Invoke, assert_golden, explain
 
 CHAT = "={{ $json.body.chatId }}"
@@ -148,21 +148,6 @@ def test_a_workflow_with_two_entries_is_refused(chat: Path, invoke: Invoke) -> N
     result = debounce(invoke, chat, key="two_triggers")
     assert result.exit_code == 3, explain(result)
     assert "exactly one trigger output" in result.stderr
-
-
-def test_composing_with_a_lock_is_refused_both_ways(chat: Path, invoke: Invoke) -> None:
-    assert add_lock(invoke, chat, "order_update", "orders").exit_code == 0
-    result = debounce(invoke, chat)
-    assert result.exit_code == 3, explain(result)
-    assert "does not compose" in result.stderr
-    assert "n8nlock unwrap --workflow-key order_update" in result.stderr
-    assert invoke("unwrap", "--workflow-key", "order_update", cwd=chat).exit_code == 0
-    assert debounce(invoke, chat).exit_code == 0
-    before = path(chat).read_text()
-    result = add_lock(invoke, chat, "order_update", "orders")
-    assert result.exit_code == 3, explain(result)
-    assert "has a debounce" in result.stderr
-    assert path(chat).read_text() == before
 
 
 def test_upgrade_keeps_a_debounce_as_it_is(chat: Path, invoke: Invoke) -> None:

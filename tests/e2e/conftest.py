@@ -40,6 +40,7 @@ QUEUE_SUITE = frozenset(
         "test_dedupe_replay.py",
         "test_parking_queue.py",
         "test_debounce.py",
+        "test_debounce_composed.py",
     }
 )
 

@@ -24,7 +24,9 @@ from n8n_lockkit.check.rules.base import strings_in
 from n8n_lockkit.errors import LockkitError
 from n8n_lockkit.primitives.catalogue import PRIMITIVES
 from n8n_lockkit.primitives.render import RenderOptions, dump_workflow, render_primitive
-from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, wrap
+from n8n_lockkit.rewrite.wrapping.compose import compose
+from n8n_lockkit.rewrite.wrapping.debounce_wrap import DebounceConfig
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig
 
 CORPUS = Path(__file__).parent.parent / "corpus"
 DIGESTS = Path(__file__).parent.parent / "fixtures" / "byte_identity.json"
@@ -76,14 +78,25 @@ FORMS: dict[str, Forms] = {
     "park": (PARK, None, None),  # waiters park (refused for a webhook that answers last)
 }
 
+# A debounce alone and composed (issue 34): guard → debounce → rate limit → lock → body.
+DEBOUNCE = DebounceConfig("={{ $json.body.chatId }}", 5, 30, 20)
+DEBOUNCED: dict[str, Forms] = {
+    "debounce": (None, None, None),
+    "debounce-lock": (LOCK, None, None),
+    "debounce-rate-lock": (LOCK, WAITING, None),
+    "debounce-guard": (None, None, GUARD),
+    "debounce-guard-rate-lock": (LOCK, WAITING, GUARD),
+}
 
-def _wrapped(name: str, form: str) -> str:
-    lock, rate, guard = FORMS[form]
+
+def _wrapped(name: str, form: str, debounce: DebounceConfig | None = None) -> str:
+    """A corpus workflow in one form (composed with `debounce` when given; wrap's otherwise)."""
+    lock, rate, guard = (DEBOUNCED if debounce else FORMS)[form]
     if guard is not None:
         guard = LockConfig(**{**guard.__dict__, "scope": guard.scope.replace("{wf}", name)})
     try:
-        return dump_workflow(wrap(json.loads((CORPUS / f"{name}.template.json").read_text()),
-                                  name, lock, rate, guard))  # fmt: skip
+        return dump_workflow(compose(json.loads((CORPUS / f"{name}.template.json").read_text()),
+                                     name, lock, rate, guard, debounce))  # fmt: skip
     except LockkitError as err:  # a refusal is a result too
         return f"refused: {err.message}\n"
 
@@ -96,6 +109,8 @@ def _cases() -> dict[str, Callable[[], str]]:
     for name in NAMES:
         for form in FORMS:
             cases[f"wrap/{name}/{form}"] = lambda n=name, f=form: _wrapped(n, f)  # type: ignore[misc]
+        for form in DEBOUNCED:
+            cases[f"debounce/{name}/{form}"] = lambda n=name, f=form: _wrapped(n, f, DEBOUNCE)  # type: ignore[misc]
     for key, primitive in PRIMITIVES.items():
         cases[f"primitive/{key}/options"] = lambda p=primitive: dump_workflow(  # type: ignore[misc]
             render_primitive(p, OPTIONS)

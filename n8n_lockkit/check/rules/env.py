@@ -55,14 +55,20 @@ def no_reference_cycle(ctx: WorkflowContext) -> Iterator[Problem]:
 WEBHOOK = "n8n-nodes-base.webhook"
 
 
+def _debounced(ctx: WorkflowContext) -> bool:
+    """Whether a debounce answers the webhook's callers (its runner's lock parks after that)."""
+    return any(formats.role_of(node) == "debounce-context" for _, node in ctx.nodes())
+
+
 def park_webhook_in_queue_mode(ctx: WorkflowContext) -> Iterator[Problem]:
     """In an env that runs n8n in queue mode (`n8n.queueMode: true`), no webhook waits for its
     answer across a parked waiter (`add-lock-to-workflow --park`): n8n answers such a caller
-    at once, with an empty 200, when the job ends at the park."""
+    at once, with an empty 200, when the job ends at the park. Behind a debounce every caller
+    was answered before the runner's lock, so its waiters may park."""
     if ctx.env is None or as_dict(ctx.env.get("n8n")).get("queueMode") is not True:
         return
     parks = [i for i, node in ctx.nodes(WAIT) if formats.role_of(node) == "lock-park"]
-    if not parks:
+    if not parks or _debounced(ctx):
         return
     for index, node in ctx.nodes(WEBHOOK):
         mode = parameters_of(node).get("responseMode", "onReceived")

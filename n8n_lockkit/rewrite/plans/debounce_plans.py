@@ -12,16 +12,23 @@ from typing import Any
 
 from n8n_lockkit.errors import LockkitError, OptionError
 from n8n_lockkit.primitives.render import dump_workflow
-from n8n_lockkit.rewrite.plans.options import DEFAULT, setting_changes
-from n8n_lockkit.rewrite.wrapping.configs import WrapError
+from n8n_lockkit.rewrite.graphs import graph
+from n8n_lockkit.rewrite.plans.options import (
+    DEFAULT,
+    guard_settings,
+    lock_settings,
+    rate_settings,
+    setting_changes,
+)
+from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
+from n8n_lockkit.rewrite.wrapping.compose import BURST_ITEMS, Layers, compose, read_layers
 from n8n_lockkit.rewrite.wrapping.debounce_wrap import (
     DebounceConfig,
     read_debounce,
     unwrap_debounce,
-    wrap_debounce,
 )
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope, refuse_unbraced
-from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard
+from n8n_lockkit.rewrite.wrapping.wrap import rate_limits
 from n8n_lockkit.workspace import workflow_json
 from n8n_lockkit.workspace.layout import Workspace
 from n8n_lockkit.workspace.plan import FileChange, Plan
@@ -133,41 +140,44 @@ def _load(workspace: Workspace, key: str) -> tuple[Path, str, dict[str, Any]]:
     return path, text, workflow_json.parse(text, workspace.relative(path), hint=hint)
 
 
+def _burst_settings(layers: Layers) -> dict[str, Any]:
+    """The lock, guard and rate limits a debounced workflow has too, for -o json."""
+    if layers.lock is None and layers.rate is None and layers.guard is None:
+        return {}
+    return {
+        "lock": lock_settings(layers.lock),
+        "dedupe": guard_settings(layers.guard),
+        "rate_limits": [rate_settings(r) for r in rate_limits(layers.rate)],
+    }
+
+
 def plan_add_debounce(workspace: Workspace, key: str, given: DebounceOptions) -> Plan:
-    """The workflow behind a debounce, or its debounce changed in place."""
+    """The workflow behind a debounce, or its debounce changed in place. A duplicate guard
+    goes in front of it, a lock and rate limits after it (`compose.py`)."""
     path, text, workflow = _load(workspace, key)
-    lock, rate = read_configs(workflow)
-    guard = read_guard(workflow)
-    if lock is not None or rate is not None or guard is not None:
-        parts = [
-            name
-            for name, part in (
-                ("a lock", lock),
-                ("a rate limit", rate),
-                ("a duplicate guard", guard),
-            )
-            if part is not None
-        ]
-        raise WrapError(
-            f"workflow {key!r} already has {' and '.join(parts)}; this version of add-debounce "
-            "does not compose with them (a lock that skips or errors, or a rate limit that "
-            "stops, would drop a whole burst)",
-            hint=f"take them off (`n8nlock unwrap --workflow-key {key}`), then add the "
-            "debounce; or debounce in a workflow that calls the locked one",
-        )
-    current = read_debounce(workflow)
+    layers = read_layers(workflow)
+    current = layers.debounce
     config = merged_debounce(current, given, key)
-    body = unwrap_debounce(workflow)
-    wrapped = wrap_debounce(body, key, config)
+    own_cleanup = runs_cleanup(workspace, layers.body)
+    wrapped = compose(
+        layers.body, key, layers.lock, layers.rate, layers.guard, config, own_cleanup=own_cleanup
+    )
     messages = [
         "the body now runs with the burst's items as its input ($json), in a later execution "
         "than most callers'; a node that reads the trigger by name ($('Webhook').item) sees "
         "the runner's own event only",
     ]
+    if layers.lock is not None or layers.rate is not None:
+        trigger = next((e.node for e in graph.entries(layers.body)), "Webhook")
+        messages.append(BURST_ITEMS.format(trigger=trigger))
     return Plan(
         (FileChange(path, text, dump_workflow(wrapped)),),
         tuple(messages) if current is None else (),
-        settings={"workflow": key, "debounce": debounce_settings(config)},
+        settings={
+            "workflow": key,
+            "debounce": debounce_settings(config),
+            **_burst_settings(layers),
+        },
         setting_changes=tuple(
             setting_changes(
                 f"{key}: debounce", debounce_settings(current), debounce_settings(config)

@@ -32,14 +32,9 @@ from n8n_lockkit.primitives.catalogue import (
 from n8n_lockkit.primitives.render import dump_workflow, render_primitive
 from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
 from n8n_lockkit.rewrite.plans.wrap_plans import parse_workflow
-from n8n_lockkit.rewrite.wrapping.debounce_wrap import (
-    read_debounce,
-    unwrap_debounce,
-    wrap_debounce,
-)
+from n8n_lockkit.rewrite.wrapping.compose import compose, read_layers
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
-from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
-from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, WrapError, wrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, WrapError
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace, workflow_key
 from n8n_lockkit.workspace.plan import Action, FileChange, Plan
@@ -134,20 +129,16 @@ def _wrapped(
     path = workspace.workflow_path(key)
     found = formats.workflow_format(workflow)
     try:
-        debounce = read_debounce(workflow)
-        if debounce is not None:  # a debounce composes with nothing else: made anew
-            after = dump_workflow(wrap_debounce(unwrap_debounce(workflow), key, debounce))
-            change = FileChange(path, text, after)
-            item = UpgradeItem(key, "wrapped", found, change.action.value, "")
-            return _Wrapped(change, item, [], None)
-        lock, rate = read_configs(workflow)
-        guard = read_guard(workflow)
+        layers = read_layers(workflow)  # a debounce with the rest (compose.py): made anew
+        lock, guard = layers.lock, layers.guard
         moved = inline and lock is not None and lock.via_subworkflow
         if lock is not None and inline:
             lock = replace(lock, via_subworkflow=False)
-        body = unwrap(workflow)
+        body = layers.body
         own_cleanup = runs_cleanup(workspace, body)
-        after = dump_workflow(wrap(body, key, lock, rate, guard, own_cleanup=own_cleanup))
+        after = dump_workflow(
+            compose(body, key, lock, layers.rate, guard, layers.debounce, own_cleanup=own_cleanup)
+        )
     except WrapError as err:
         return f"{workspace.relative(path)} was kept as it is: {err.message}"
     change = FileChange(path, text, after)

@@ -19,7 +19,7 @@ from n8n_lockkit.primitives.catalogue import (
 )
 from n8n_lockkit.primitives.render import dump_workflow
 from n8n_lockkit.rewrite.graphs import graph
-from n8n_lockkit.rewrite.plans.debounce_plans import plan_unwrap_debounce
+from n8n_lockkit.rewrite.plans.debounce_plans import debounce_settings, plan_unwrap_debounce
 from n8n_lockkit.rewrite.plans.lock_scopes import scope_in_use, static_scope
 from n8n_lockkit.rewrite.plans.options import (
     GuardOptions,
@@ -34,11 +34,11 @@ from n8n_lockkit.rewrite.plans.options import (
     setting_changes,
 )
 from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
-from n8n_lockkit.rewrite.wrapping.configs import Rates, WrapError
-from n8n_lockkit.rewrite.wrapping.debounce_wrap import read_debounce
+from n8n_lockkit.rewrite.wrapping.compose import BURST_ITEMS, compose, read_layers
+from n8n_lockkit.rewrite.wrapping.configs import Rates
+from n8n_lockkit.rewrite.wrapping.debounce_wrap import DebounceConfig
 from n8n_lockkit.rewrite.wrapping.scope import parse_scope
-from n8n_lockkit.rewrite.wrapping.unwrap import read_configs, read_guard, unwrap
-from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits, wrap
+from n8n_lockkit.rewrite.wrapping.wrap import LockConfig, RateLimitConfig, rate_limits
 from n8n_lockkit.workspace import workflow_json
 from n8n_lockkit.workspace.envconfig import EnvFile
 from n8n_lockkit.workspace.layout import Workspace
@@ -109,31 +109,41 @@ class _Wrapped:
     rate: Rates
     guard: LockConfig | None
     body: dict[str, Any]
+    debounce: DebounceConfig | None = None  # in front of the lock and rate limits (compose.py)
 
 
 def _load_wrapped(workspace: Workspace, key: str) -> _Wrapped:
     path, text, workflow = load_workflow(workspace, key)
-    if read_debounce(workflow) is not None:
-        raise WrapError(
-            f"workflow {key!r} has a debounce, and this version composes no lock, rate limit or "
-            "duplicate guard with it",
-            hint=f"take the debounce off first (`n8nlock unwrap --workflow-key {key} --only "
-            "debounce`), or put the lock in a workflow the debounced body calls",
-        )
-    lock, rate = read_configs(workflow)
-    return _Wrapped(path, text, lock, rate, read_guard(workflow), unwrap(workflow))
+    layers = read_layers(workflow)
+    return _Wrapped(
+        path, text, layers.lock, layers.rate, layers.guard, layers.body, layers.debounce
+    )
 
 
 def _settings(
-    key: str, lock: LockConfig | None, rate: Rates, guard: LockConfig | None
+    key: str,
+    lock: LockConfig | None,
+    rate: Rates,
+    guard: LockConfig | None,
+    debounce: DebounceConfig | None = None,
 ) -> dict[str, Any]:
-    """What -o json shows: the lock, guard and rate limits the workflow has after the run."""
+    """What -o json shows: the lock, guard and rate limits the workflow has after the run
+    (and its debounce, when it has one)."""
     return {
         "workflow": key,
         "lock": lock_settings(lock),
         "dedupe": guard_settings(guard),
         "rate_limits": [rate_settings(r) for r in rate_limits(rate)],
+        **({"debounce": debounce_settings(debounce)} if debounce else {}),
     }
+
+
+def burst_message(before: _Wrapped, had: bool) -> list[str]:
+    """What a debounced workflow's new lock or rate limit reads (once, when it is new)."""
+    if before.debounce is None or had:
+        return []
+    trigger = next((e.node for e in graph.entries(before.body)), "Webhook")
+    return [BURST_ITEMS.format(trigger=trigger)]
 
 
 def _changes(
@@ -240,8 +250,10 @@ def _plan_lock(
     _require(workspace, envs, needed, how)
     previous = before.guard if config.dedupe else before.lock
     lock, guard = (before.lock, config) if config.dedupe else (config, before.guard)
-    wrapped = wrap(body, key, lock, before.rate, guard, own_cleanup=runs_cleanup(workspace, body))
+    own_cleanup = runs_cleanup(workspace, body)
+    wrapped = compose(body, key, lock, before.rate, guard, before.debounce, own_cleanup=own_cleanup)
     messages += _unknown_entries(body)
+    messages += [] if config.dedupe else burst_message(before, before.lock is not None)
     if graph.as_dict(body.get("settings")).get("executionOrder") != "v1":
         messages.append(
             "the workflow stated no execution order, so n8n would run it in its legacy order; "
@@ -265,7 +277,7 @@ def _plan_lock(
     return Plan(
         changes,
         tuple(messages),
-        settings=_settings(key, lock, before.rate, guard),
+        settings=_settings(key, lock, before.rate, guard, before.debounce),
         setting_changes=(*_changes(key, before, lock, before.rate, guard), *env_changes),
     )
 
@@ -348,36 +360,41 @@ def plan_add_rate_limit(workspace: Workspace, key: str, given: RateLimitOptions)
         limits[index] = config
     rate = tuple(limits)
     own_cleanup = runs_cleanup(workspace, before.body)
-    wrapped = wrap(before.body, key, before.lock, rate, before.guard, own_cleanup=own_cleanup)
+    wrapped = compose(
+        before.body, key, before.lock, rate, before.guard, before.debounce, own_cleanup=own_cleanup
+    )
+    messages = [*_unknown_entries(before.body), *burst_message(before, before.rate is not None)]
     return Plan(
         (FileChange(before.path, before.text, dump_workflow(wrapped)),),
-        tuple(_unknown_entries(before.body)),
-        settings=_settings(key, before.lock, rate, before.guard),
+        tuple(messages),
+        settings=_settings(key, before.lock, rate, before.guard, before.debounce),
         setting_changes=tuple(_changes(key, before, before.lock, rate, before.guard)),
     )
 
 
 def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan:
     """The workflow without what n8nlock added: everything, or `only` one part (the lock, the
-    rate limits, or the duplicate guard; the others stay). A workflow n8nlock never wrapped
-    stays as it is."""
+    rate limits, the duplicate guard or the debounce; the others stay). A workflow n8nlock
+    never wrapped stays as it is."""
     path, text, workflow = load_workflow(workspace, key)
-    if only in (None, "debounce") and (debounced := plan_unwrap_debounce(workspace, key)):
-        return debounced
-    if only == "debounce":
+    layers = read_layers(workflow)
+    lock, rate, guard, debounce = layers.lock, layers.rate, layers.guard, layers.debounce
+    alone = lock is None and rate is None and guard is None
+    if alone and only in (None, "debounce") and (debounced := plan_unwrap_debounce(workspace, key)):
+        return debounced  # a debounce alone
+    if only == "debounce" and debounce is None:
         return Plan((), (f"{path.name} has no debounce to take off",))
-    lock, rate = read_configs(workflow)
-    guard = read_guard(workflow)
-    if lock is None and rate is None and guard is None:
+    if alone and debounce is None:
         return Plan((), (f"{path.name}: n8nlock added nothing to it; nothing to remove",))
-    parts = {"lock": lock, "rate-limit": rate, "dedupe": guard}
+    parts = {"lock": lock, "rate-limit": rate, "dedupe": guard, "debounce": debounce}
     if only is not None and parts[only] is None:
         has = ", ".join(f"--only {name}" for name, part in parts.items() if part is not None)
         return Plan((), (f"{path.name} has no {only} to take off; it has: {has}",))
     keep_lock = lock if only not in (None, "lock") else None
     keep_rate = rate if only not in (None, "rate-limit") else None
     keep_guard = guard if only not in (None, "dedupe") else None
-    body = unwrap(workflow)
+    keep_debounce = debounce if only not in (None, "debounce") else None
+    body = layers.body
     messages: list[str] = []
     scope = parse_scope(lock.scope).static if lock and keep_lock is None else None
     if scope is not None:
@@ -386,11 +403,20 @@ def plan_unwrap(workspace: Workspace, key: str, only: str | None = None) -> Plan
             "keep watching it until you take it out"
         )
     own_cleanup = runs_cleanup(workspace, body)
-    result = wrap(body, key, keep_lock, keep_rate, keep_guard, own_cleanup=own_cleanup)
-    before = _Wrapped(path, text, lock, rate, guard, body)
+    result = compose(
+        body, key, keep_lock, keep_rate, keep_guard, keep_debounce, own_cleanup=own_cleanup
+    )
+    before = _Wrapped(path, text, lock, rate, guard, body, debounce)
+    settings = _settings(key, keep_lock, keep_rate, keep_guard)
+    changes = _changes(key, before, keep_lock, keep_rate, keep_guard)
+    if debounce is not None:
+        settings["debounce"] = debounce_settings(keep_debounce)
+        changes += setting_changes(
+            f"{key}: debounce", debounce_settings(debounce), debounce_settings(keep_debounce)
+        )
     return Plan(
         (FileChange(path, text, dump_workflow(result)),),
         tuple(messages),
-        settings=_settings(key, keep_lock, keep_rate, keep_guard),
-        setting_changes=tuple(_changes(key, before, keep_lock, keep_rate, keep_guard)),
+        settings=settings,
+        setting_changes=tuple(changes),
     )

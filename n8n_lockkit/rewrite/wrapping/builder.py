@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from n8n_lockkit.primitives import engine, nodekit
 from n8n_lockkit.primitives.chain import Chain
 from n8n_lockkit.rewrite.canvas import placement
-from n8n_lockkit.rewrite.canvas.geometry import NODE_SIZE
+from n8n_lockkit.rewrite.canvas.geometry import NODE_SIZE, STICKY_NOTE, note_boxes
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Entry, Node, Workflow
 from n8n_lockkit.rewrite.wrapping import notes
@@ -91,6 +91,31 @@ class Builder:
 
     def connect(self, source: str, output: int, target: str, index: int = 0) -> None:
         nodekit.connect(self.workflow["connections"], source, output, target, index)
+
+
+def _owned_notes(workflow: Workflow) -> list[Node]:
+    return [
+        n
+        for n in graph.nodes(workflow)
+        if n.get("type") == STICKY_NOTE and role_of(n) and "position" in n
+    ]
+
+
+def notes_bottom(workflow: Workflow) -> float | None:
+    """Where the lowest sticky note n8nlock put in the workflow ends (None: it has none)."""
+    owned = {str(n["name"]) for n in _owned_notes(workflow)}
+    boxes = [box for name, box in note_boxes(workflow).items() if name in owned]
+    return max((box.bottom for box in boxes), default=None)
+
+
+def stack_above_notes(b: Builder) -> None:
+    """Stack the next block above the notes n8nlock already put in the workflow (a debounce
+    or guard composed around a lock's blocks), not over them. Nothing changes without such
+    notes."""
+    tops = [float(n["position"][1]) for n in _owned_notes(b.workflow)]
+    if tops:
+        body = placement.user_extent(b.workflow)
+        b.bottom = min([*tops, body.y - placement.NOTE_HEADER]) - placement.NOTE_GAP
 
 
 def joins(b: Builder) -> list[str]:

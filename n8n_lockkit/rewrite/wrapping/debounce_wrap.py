@@ -10,8 +10,9 @@ Shape, for the workflow's one entry T:
 
 The settings it was made with, and what it changed in the workflow (a `lastNode` webhook
 answers through Debounce Response instead; executionOrder v1), are noted on Debounce Context,
-so that `unwrap` restores the file exactly. This slice refuses to compose with a lock, a rate
-limit or a duplicate guard (docs/debounce.md).
+so that `unwrap` restores the file exactly. A lock and rate limits (`wrap.py`) may already be
+around the body: they stay as they are, after Debounce Body Items (`compose.py` layers them);
+`unwrap_debounce` takes off the debounce's own nodes only.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from n8n_lockkit.rewrite.canvas import placement
 from n8n_lockkit.rewrite.graphs import graph
 from n8n_lockkit.rewrite.graphs.graph import Workflow
 from n8n_lockkit.rewrite.wrapping import refusals
-from n8n_lockkit.rewrite.wrapping.builder import STEP, Block, Builder, trigger_entries
+from n8n_lockkit.rewrite.wrapping.builder import (
+    STEP,
+    Block,
+    Builder,
+    notes_bottom,
+    stack_above_notes,
+    trigger_entries,
+)
 from n8n_lockkit.rewrite.wrapping.configs import CONFIG_MARK, WrapError
 from n8n_lockkit.rewrite.wrapping.nodes import owned, role_of
 from n8n_lockkit.rewrite.wrapping.settings import set_execution_order
@@ -96,6 +104,7 @@ def wrap_debounce(body: Workflow, key: str, config: DebounceConfig) -> Workflow:
     body_links = main[entry.output]
     main[entry.output] = []
     b = Builder(key, workflow, True, 0)
+    stack_above_notes(b)
     x, y = b.position(entry.node)
     inputs = debounce.DebounceInputs(
         config.key_expression, config.quiet_seconds, config.max_wait_seconds, config.max_items
@@ -136,6 +145,8 @@ def wrap_debounce(body: Workflow, key: str, config: DebounceConfig) -> Workflow:
     nodekit.outputs(workflow["connections"], items, 0)[0] = [*body_links]
     b.connect(items, 0, "Debounce Next")
     bottom = placement.user_extent(workflow).bottom + BELOW_BODY
+    if (notes := notes_bottom(workflow)) is not None:  # below a lock's notes on the body's row
+        bottom = max(bottom, notes + placement.NOTE_GAP + placement.NOTE_HEADER)
     for k, node in enumerate(after):
         node["position"] = [x + (k + 1) * STEP, int(bottom)]
     b.framed.append(Block("frame-debounce-next", NEXT_NOTE, _next_text(), after))
@@ -179,15 +190,21 @@ def read_debounce(workflow: Workflow) -> DebounceConfig | None:
     )
 
 
+def is_debounce_role(role: str | None) -> bool:
+    """Whether a node with this role is the debounce's (not a lock's or a rate limit's)."""
+    return role is not None and role.startswith(("debounce-", "frame-debounce"))
+
+
 def unwrap_debounce(workflow: Workflow) -> Workflow:
-    """The workflow as it was before add-debounce (a new dict)."""
+    """The workflow as it was before add-debounce (a new dict): a lock or rate limit
+    around the body stays."""
     from n8n_lockkit.rewrite.wrapping.unwrap import restore_settings
 
     note = _note(workflow)
     result = copy.deepcopy(workflow)
     if note is None:
         return result
-    roles = {str(n["name"]): r for n in graph.nodes(result) if (r := role_of(n))}
+    roles = {str(n["name"]): r for n in graph.nodes(result) if is_debounce_role(r := role_of(n))}
     by_role = {r: name for name, r in roles.items()}
     graph.normalise(result)
     connections = result["connections"]
@@ -207,5 +224,5 @@ def unwrap_debounce(workflow: Workflow) -> Workflow:
             del connections[name]
     graph.normalise(result)
     graph.shift_body(result, -STEP)
-    restore_settings(result, list(note.get("before") or []))
+    restore_settings(result, list(note.get("before") or []), handler=False)
     return result

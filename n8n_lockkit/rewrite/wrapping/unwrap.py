@@ -69,10 +69,11 @@ def _before_wrap(workflow: Workflow) -> list[str]:
     return []
 
 
-def restore_settings(result: Workflow, before: list[str]) -> None:
-    """Take off what wrap put into settings: the cleanup handler, executionOrder v1."""
+def restore_settings(result: Workflow, before: list[str], *, handler: bool = True) -> None:
+    """Take off what wrap put into settings: the cleanup handler (unless not `handler`: a
+    debounce sets none, and leaves a lock's), executionOrder v1."""
     settings = graph.as_dict(result.get("settings"))
-    if settings.get("errorWorkflow") == HANDLER_ID:
+    if handler and settings.get("errorWorkflow") == HANDLER_ID:
         del settings["errorWorkflow"]
         if BEFORE_EMPTY_ERROR_WORKFLOW in before:
             settings["errorWorkflow"] = ""

@@ -172,7 +172,7 @@ def _acquire(
     return acquire, restore
 
 
-def _acquire_inline(
+def acquire_inline(
     b: Builder, after: tuple[str, int], entry: Entry, config: LockConfig
 ) -> tuple[str, str]:
     """The engine's acquire chain (stacked above the body), and Lock Restore: a Merge
@@ -444,7 +444,7 @@ def _steps(
             last = (_rate_limit(b, last, entry, rates), 0)
             waits.append(last[0])
         elif step == "guard" and guard:
-            decision, restore = _acquire_inline(b, last, entry, guard)
+            decision, restore = acquire_inline(b, last, entry, guard)
             waits.append(restore)
             chains["guard"].append(decision)
             chains["guard-restore"].append(restore)
@@ -454,7 +454,7 @@ def _steps(
                 acquire, restore = _acquire(b, last, entry, lock)
                 waits += [acquire, restore]
             else:
-                acquire, restore = _acquire_inline(b, last, entry, lock)
+                acquire, restore = acquire_inline(b, last, entry, lock)
                 waits.append(restore)
             chains["lock"].append(acquire)
             chains["lock-restore"].append(restore)
