@@ -54,15 +54,17 @@ def _rest(session: requests.Session, method: str, url: str, body: object = None)
 
 def saved_executions(
     instance: N8nInstance,
-    workflow_id: str,
+    workflow_id: str | None,
     *,
     status: str | None = None,
     with_data: bool = True,
     page_size: int = 20,
 ) -> list[dict[str, Any]]:
-    """Every saved execution of `workflow_id` (optionally only `status`: error, success, ...),
-    newest first, following the public API's cursor."""
-    params = {"workflowId": workflow_id, "limit": str(page_size)}
+    """Every saved execution of `workflow_id` (None: of every workflow; optionally only
+    `status`: error, success, ...), newest first, following the public API's cursor."""
+    params = {"limit": str(page_size)}
+    if workflow_id is not None:
+        params["workflowId"] = workflow_id
     if with_data:
         params["includeData"] = "true"
     if status:

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 import redis
-import requests
 from click.testing import CliRunner
 
 from n8n_lockkit.cli import main
 from testbed.backend import Backend
+from testbed.client import saved_executions
 from testbed.endpoints import N8nInstance, RedisEndpoint
 from testbed.settings import topology
 from tests.e2e.lockbed import API_KEY_VARIABLE, LockBed, init_workspace, run_cli
@@ -121,22 +121,7 @@ def _execution_ids(n8n: N8nInstance) -> set[str]:
     hundreds of other tests' executions by now, and its first ids (the ones a fresh second
     instance repeats) are no longer among its last 250 (make test, 1.123.81, once
     test_debounce_composed ran before this file)."""
-    ids: set[str] = set()
-    cursor: str | None = None
-    while True:
-        params = {"limit": "250", **({"cursor": cursor} if cursor else {})}
-        response = requests.get(
-            f"{n8n.base_url}/api/v1/executions",
-            params=params,
-            headers={"X-N8N-API-KEY": n8n.api_key},
-            timeout=30,
-        )
-        response.raise_for_status()
-        page = response.json()
-        ids |= {str(e["id"]) for e in page["data"]}
-        cursor = page.get("nextCursor")
-        if not cursor or not page["data"]:
-            return ids
+    return {str(e["id"]) for e in saved_executions(n8n, None, with_data=False, page_size=250)}
 
 
 def test_the_same_scope_in_two_namespaces_is_two_locks_each_still_exclusive(
