@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .client import bootstrap_api_key
@@ -12,7 +12,7 @@ from .install import ensure_n8n
 from .n8n_process import N8nServer, n8n_server, start_n8n
 from .postgres import start_postgres
 from .progress import Progress, format_duration
-from .queue import QueueCluster, start_queue_cluster
+from .queue import WORKER_CONCURRENCY, QueueCluster, start_queue_cluster
 from .redis_server import start_redis_server
 
 
@@ -55,14 +55,28 @@ class LocalBackend:
         return LocalN8n(instance, server)
 
     def n8n_queue(
-        self, stack: ExitStack, version: str, redis: RedisEndpoint, workdir: Path
+        self,
+        stack: ExitStack,
+        version: str,
+        redis: RedisEndpoint,
+        workdir: Path,
+        *,
+        concurrency: int = WORKER_CONCURRENCY,
+        bull_db: int | None = None,
     ) -> tuple[N8nInstance, QueueCluster]:
-        """n8n `version` in queue mode; the queue (Bull) shares `redis` with the locks."""
+        """n8n `version` in queue mode, with a PostgreSQL of its own; the queue (Bull) shares
+        `redis` with the locks, in its database `bull_db` if given (a second cluster on the
+        same Redis must not take the first one's jobs)."""
         install = ensure_n8n(version, self.progress)
         postgres = start_postgres(stack, workdir / "postgres", self.progress)
+        bull = redis
+        if bull_db is not None:
+            url = f"{redis.url.rsplit('/', 1)[0]}/{bull_db}"
+            bull = replace(redis, url=url, db=bull_db)
         cluster = start_queue_cluster(
-            stack, install, bull=redis, postgres=postgres, workdir=workdir, progress=self.progress
-        )
+            stack, install, bull=bull, postgres=postgres, workdir=workdir,
+            progress=self.progress, concurrency=concurrency,
+        )  # fmt: skip
         api_key = bootstrap_api_key(cluster.base_url)
         instance = instance_for(
             base_url=cluster.base_url,

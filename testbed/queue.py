@@ -116,8 +116,10 @@ def start_queue_cluster(
     postgres: PostgresEndpoint,
     workdir: Path,
     progress: Progress,
+    concurrency: int = WORKER_CONCURRENCY,
 ) -> QueueCluster:
-    """Main first (it runs the DB migrations), then the workers side by side."""
+    """Main first (it runs the DB migrations), then the workers side by side, each running
+    `concurrency` jobs at once (`n8n worker --concurrency`)."""
     shared = queue_settings(bull, postgres)
     main_dir = workdir / "main"
     main_dir.mkdir()
@@ -128,19 +130,22 @@ def start_queue_cluster(
     # as n8n's queue-mode docs set it on every process, so that a resume reaches main.
     webhooks = {**shared, "WEBHOOK_URL": f"{base_url}/"}
     for index in range(1, WORKER_COUNT + 1):
-        worker = _worker(install, workdir / f"worker-{index}", f"worker-{index}", webhooks)
+        folder, name = workdir / f"worker-{index}", f"worker-{index}"
+        worker = _worker(install, folder, name, webhooks, concurrency)
         worker.start(stack)
         cluster.workers.append(worker)
     for worker in cluster.workers:
         worker.wait_ready()
     progress(
-        f"{WORKER_COUNT} n8n workers (concurrency {WORKER_CONCURRENCY}) ready after {watch} "
+        f"{WORKER_COUNT} n8n workers (concurrency {concurrency}) ready after {watch} "
         f"(logs: {workdir}/worker-*/n8n.log)"
     )
     return cluster
 
 
-def _worker(install: N8nInstall, folder: Path, name: str, shared: dict[str, str]) -> QueueWorker:
+def _worker(
+    install: N8nInstall, folder: Path, name: str, shared: dict[str, str], concurrency: int
+) -> QueueWorker:
     folder.mkdir()
     user_folder = folder / "n8n-home"
     user_folder.mkdir()
@@ -157,7 +162,7 @@ def _worker(install: N8nInstall, folder: Path, name: str, shared: dict[str, str]
         str(install.runtime.node),
         str(install.n8n_bin),
         "worker",
-        f"--concurrency={WORKER_CONCURRENCY}",
+        f"--concurrency={concurrency}",
     ]
     return QueueWorker(
         name=name,

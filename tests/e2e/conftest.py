@@ -39,6 +39,7 @@ QUEUE_SUITE = frozenset(
         "test_dedupe_composed.py",
         "test_dedupe_replay.py",
         "test_parking_queue.py",
+        "test_parking_queue_slots.py",
         "test_debounce.py",
         "test_debounce_composed.py",
     }

@@ -406,6 +406,18 @@ def deactivate(n8n: N8nInstance, root: Path, key: str) -> None:
     response.raise_for_status()
 
 
+def install_scheduled(root: Path, key: str, scope: str, *flags: str) -> None:
+    """Write scheduled_workflow `key` into the workspace `root`, lock it on `scope` with
+    `flags` (a 60 s TTL, a 300 s max wait) and validate it; `push` activates it."""
+    template = root / "workflows" / f"{key}.template.json"
+    template.write_text(json.dumps(scheduled_workflow(key, scope)))
+    run_cli(
+        root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
+        "--ttl-seconds", "60", "--max-wait-seconds", "300", *flags,
+    )  # fmt: skip
+    run_cli(root, "validate", "--env", "e2e")
+
+
 def scheduled_line_served(client: redis.Redis, scope: str, timeout: float) -> list[Body]:
     """Once every run that drew a ticket for `scope` ran its body: those bodies, checked to
     have run one at a time, in ticket order, with a line behind them (8 runs or more)."""
@@ -435,14 +447,7 @@ def test_a_schedule_that_outruns_its_body_parks_its_line_and_leaves_other_workfl
     bed = park_bed
     tag = uuid.uuid4().hex[:6]
     key, scope = f"sched_{tag}", f"sched-{tag}"
-    (bed.root / "workflows" / f"{key}.template.json").write_text(
-        json.dumps(scheduled_workflow(key, scope))
-    )
-    run_cli(
-        bed.root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
-        "--ttl-seconds", "60", "--max-wait-seconds", "300", "--park",
-    )  # fmt: skip
-    run_cli(bed.root, "validate", "--env", "e2e")
+    install_scheduled(bed.root, key, scope, "--park")
     alone = statistics.median(_unrelated(bed) for _ in range(5))
     began = time.monotonic()
     run_cli(bed.root, "push", "--env", "e2e", "--activate", key)

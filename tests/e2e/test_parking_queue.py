@@ -13,22 +13,25 @@ import json
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import requests
 
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
 from testbed.client import saved_executions
+from testbed.endpoints import N8nInstance
 from testbed.settings import topology
 from tests.e2e.lockbed import LockBed, run_cli, wait_until
 from tests.e2e.stalls import sink_bodies
 from tests.e2e.test_parking import (
     deactivate,
+    install_scheduled,
     responding_workflow,
     scheduled_line_served,
-    scheduled_workflow,
 )
 
 pytestmark = pytest.mark.skipif(topology() != "queue", reason="n8n's queue mode only")
@@ -44,9 +47,9 @@ def _run_data(run: dict[str, Any]) -> dict[str, Any]:
     return dict(((run.get("data") or {}).get("resultData") or {}).get("runData") or {})
 
 
-def _lock(bed: LockBed, key: str, scope: str) -> None:
+def _lock(root: Path, key: str, scope: str) -> None:
     run_cli(
-        bed.root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
+        root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
         "--ttl-seconds", "60", "--max-wait-seconds", "300", "--park",
     )  # fmt: skip
 
@@ -55,11 +58,7 @@ def test_a_parked_scheduled_line_runs_one_body_at_a_time_across_workers(lockbed:
     bed = lockbed
     tag = uuid.uuid4().hex[:6]
     key, scope = f"qsched_{tag}", f"qsched-{tag}"
-    (bed.root / "workflows" / f"{key}.template.json").write_text(
-        json.dumps(scheduled_workflow(key, scope))
-    )
-    _lock(bed, key, scope)
-    run_cli(bed.root, "validate", "--env", "e2e")
+    install_scheduled(bed.root, key, scope, "--park")
     run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
     try:
         time.sleep(SCHEDULE_FOR_S)
@@ -76,18 +75,22 @@ def test_a_webhook_caller_whose_execution_parks_gets_an_empty_200_at_once(
 ) -> None:
     """What docs/parking.md and the park-webhook-queue-mode rule say: in queue mode n8n answers
     a `responseNode` caller when the job ends at the park, with nothing, before its body ran."""
-    bed = lockbed
+    assert_parked_callers_answered_empty(lockbed.n8n, lockbed.root, lockbed.redis)
+
+
+def assert_parked_callers_answered_empty(n8n: N8nInstance, root: Path, client: redis.Redis) -> None:
+    """Four `responseNode` callers 0.3 s apart on one scope, bodies of 3 s, `--park`: the first
+    gets its body's answer; a caller whose execution parked got an empty 200 before its own
+    body began."""
     tag = uuid.uuid4().hex[:6]
     key, scope = f"qhook_{tag}", f"qhook-{tag}"
-    (bed.root / "workflows" / f"{key}.template.json").write_text(
-        json.dumps(responding_workflow(key))
-    )
-    _lock(bed, key, scope)
-    run_cli(bed.root, "push", "--env", "e2e", "--activate", key)
+    (root / "workflows" / f"{key}.template.json").write_text(json.dumps(responding_workflow(key)))
+    _lock(root, key, scope)
+    run_cli(root, "push", "--env", "e2e", "--activate", key)
 
     def call(who: int) -> tuple[int, str, float]:
         response = requests.post(
-            f"{bed.n8n.base_url}/webhook/{key}",
+            f"{n8n.base_url}/webhook/{key}",
             json={"scope": scope, "who": who, "hold_ms": 3000},
             timeout=120,
         )
@@ -103,8 +106,8 @@ def test_a_webhook_caller_whose_execution_parks_gets_an_empty_200_at_once(
     assert first_status == 200 and json.loads(first_text) == {"who": 0}
     early = [(who, r) for who, r in enumerate(results) if r[0] == 200 and r[1].strip() == ""]
     assert early, f"no caller was answered empty at its park: {results}"
-    wait_until(lambda: len(sink_bodies(bed.redis, scope)) == 4, 60, "every body ran")
-    body_start = {body.who: body.start for body in sink_bodies(bed.redis, scope)}
+    wait_until(lambda: len(sink_bodies(client, scope)) == 4, 60, "every body ran")
+    body_start = {body.who: body.start for body in sink_bodies(client, scope)}
     for who, (_, _, answered_ms) in early:
         # "At once" is what documentation warns of: the caller had its (empty) answer before
         # its own body began. (A fixed bound in seconds failed on a loaded CI machine, 3.2 s,
