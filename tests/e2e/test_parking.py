@@ -388,8 +388,12 @@ def test_a_parked_line_of_twelve_leaves_other_workflows_their_slots(park_bed: Pa
     )
     print(figures)
     assert max(polled.during) > alone + MARGIN_SECONDS, f"the limit does not bite: {figures}"
-    with pytest.raises(AssertionError):  # the guard below tells a polled line from a parked one
-        assert_within_margin(polled.during, alone, figures)
+    # The probe calls until the line is done, and a polled line shorter than the limit leaves a
+    # slot free: its median can be as low as a parked line's (1.123.81 in make test on 0f0c355:
+    # median 0.04 s, max 2.01 s, so it passed the guard below). What has told them apart in
+    # every run on record: the polled line's worst wait, which parking removes.
+    worst_polled, worst_parked = max(polled.during), max(parked.during)
+    assert worst_polled > worst_parked + MARGIN_SECONDS, f"parking did not help: {figures}"
     assert parked.tickets == sorted(parked.tickets), f"out of ticket order: {parked.tickets}"
     assert len(parked.during) >= 5, f"the line drained before the probe looked: {figures}"
     assert_within_margin(parked.during, alone, figures)
