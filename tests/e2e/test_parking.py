@@ -314,10 +314,16 @@ def _warm_up(bed: ParkBed, key: str) -> None:
         assert all(c.result()[0] == 200 for c in calls), _failures(bed, key)
 
 
+def unrelated_seconds(n8n: N8nInstance, key: str) -> float:
+    """One call of unrelated_workflow `key`: how long n8n took to answer it."""
+    start = time.monotonic()
+    response = requests.post(f"{n8n.base_url}/webhook/{key}", json={"ping": True}, timeout=300)
+    assert response.status_code == 200, response.text[:300]
+    return time.monotonic() - start
+
+
 def _unrelated(bed: ParkBed) -> float:
-    status, _, seconds = _post(bed, bed.unrelated_key, {"ping": True})
-    assert status == 200
-    return seconds
+    return unrelated_seconds(bed.n8n, bed.unrelated_key)
 
 
 @dataclass
@@ -415,11 +421,16 @@ def install_scheduled(root: Path, key: str, scope: str, *flags: str) -> None:
     `flags` (a 60 s TTL, a 300 s max wait) and validate it; `push` activates it."""
     template = root / "workflows" / f"{key}.template.json"
     template.write_text(json.dumps(scheduled_workflow(key, scope)))
+    lock_on_scope(root, key, scope, *flags)
+    run_cli(root, "validate", "--env", "e2e")
+
+
+def lock_on_scope(root: Path, key: str, scope: str, *flags: str) -> None:
+    """add-lock-to-workflow `key` on the static `scope`, a 60 s TTL, a 300 s max wait, `flags`."""
     run_cli(
         root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
         "--ttl-seconds", "60", "--max-wait-seconds", "300", *flags,
     )  # fmt: skip
-    run_cli(root, "validate", "--env", "e2e")
 
 
 def scheduled_line_served(client: redis.Redis, scope: str, timeout: float) -> list[Body]:

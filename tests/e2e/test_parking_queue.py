@@ -30,6 +30,7 @@ from tests.e2e.stalls import sink_bodies
 from tests.e2e.test_parking import (
     deactivate,
     install_scheduled,
+    lock_on_scope,
     responding_workflow,
     scheduled_line_served,
 )
@@ -45,13 +46,6 @@ def _workflow_id(bed: LockBed, key: str) -> str:
 
 def _run_data(run: dict[str, Any]) -> dict[str, Any]:
     return dict(((run.get("data") or {}).get("resultData") or {}).get("runData") or {})
-
-
-def _lock(root: Path, key: str, scope: str) -> None:
-    run_cli(
-        root, "add-lock-to-workflow", "--workflow-key", key, "--scope-expression", scope,
-        "--ttl-seconds", "60", "--max-wait-seconds", "300", "--park",
-    )  # fmt: skip
 
 
 def test_a_parked_scheduled_line_runs_one_body_at_a_time_across_workers(lockbed: LockBed) -> None:
@@ -85,7 +79,7 @@ def assert_parked_callers_answered_empty(n8n: N8nInstance, root: Path, client: r
     tag = uuid.uuid4().hex[:6]
     key, scope = f"qhook_{tag}", f"qhook-{tag}"
     (root / "workflows" / f"{key}.template.json").write_text(json.dumps(responding_workflow(key)))
-    _lock(root, key, scope)
+    lock_on_scope(root, key, scope, "--park")
     run_cli(root, "push", "--env", "e2e", "--activate", key)
 
     def call(who: int) -> tuple[int, str, float]:

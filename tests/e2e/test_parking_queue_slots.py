@@ -32,7 +32,6 @@ from pathlib import Path
 
 import pytest
 import redis
-import requests
 
 from testbed.backend import Backend
 from testbed.endpoints import N8nInstance, RedisEndpoint
@@ -45,6 +44,7 @@ from tests.e2e.test_parking import (
     deactivate,
     install_scheduled,
     scheduled_line_served,
+    unrelated_seconds,
     unrelated_workflow,
 )
 from tests.e2e.test_parking_queue import assert_parked_callers_answered_empty
@@ -96,12 +96,7 @@ def slots_bed(
 
 
 def _unrelated(bed: SlotsBed) -> float:
-    start = time.monotonic()
-    response = requests.post(
-        f"{bed.n8n.base_url}/webhook/{bed.unrelated_key}", json={"ping": True}, timeout=300
-    )
-    assert response.status_code == 200, response.text[:300]
-    return time.monotonic() - start
+    return unrelated_seconds(bed.n8n, bed.unrelated_key)
 
 
 def _scheduled_line(bed: SlotsBed, *flags: str) -> tuple[list[float], list[float], int]:
