@@ -79,6 +79,35 @@ export class Redis {
     return n;
   }
 
+  // RPUSH (n8n's Push with Tail on): a list has no TTL until something EXPIREs it.
+  rpush(key, value) {
+    let e = this.entry(key);
+    if (e && e.type !== 'list') throw new Error(`WRONGTYPE RPUSH ${key}`);
+    if (!e) {
+      e = { type: 'list', value: [], expiresAt: null };
+      this.data.set(key, e);
+    }
+    e.value.push(String(value));
+    return e.value.length;
+  }
+
+  // LRANGE key 0 -1 (n8n's Get with key type list): [] for no key.
+  lrange(key) {
+    const e = this.entry(key);
+    if (!e) return [];
+    if (e.type !== 'list') throw new Error(`WRONGTYPE LRANGE ${key}`);
+    return [...e.value];
+  }
+
+  // LSET (n8n's Set with key type list writes each element by index): no key is an error.
+  lset(key, index, value) {
+    const e = this.entry(key);
+    if (!e) throw new Error(`ERR no such key (${key})`);
+    if (e.type !== 'list') throw new Error(`WRONGTYPE LSET ${key}`);
+    if (index >= e.value.length) throw new Error(`ERR index out of range (${key})`);
+    e.value[index] = String(value);
+  }
+
   hset(key, fields, ttl) {
     let e = this.entry(key);
     if (e && e.type !== 'hash') throw new Error(`WRONGTYPE HSET ${key}`);

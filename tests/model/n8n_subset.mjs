@@ -2,17 +2,20 @@
 // step at a time, so that a scheduler (explore.mjs) can interleave executions.
 //
 // Node types: n8n-nodes-base.set (raw mode: `jsonOutput`), .if (v2: the first condition's
-// `leftValue`, boolean operation "true", strict types), .switch (v3, expression mode), .splitOut, .redis (get / set / incr per
-// input item, as packages/nodes-base/nodes/Redis: GET answers {[propertyName]: value ?? null},
-// INCR {[key]: n}, SET passes its item through; the SET type "automatic" or unset goes by the
-// value's JS type), .wait (a time interval), .stopAndError.
+// `leftValue`, boolean operation "true", strict types), .switch (v3, expression mode),
+// .splitOut, .redis (get / set / incr / push per input item, as packages/nodes-base/nodes/Redis:
+// GET answers {[propertyName]: value ?? null} (key type list: LRANGE 0 -1, [] for no key), INCR
+// {[key]: n}, SET and PUSH pass their item through; the SET type "automatic" or unset goes by
+// the value's JS type, and key type list is LSET by index then EXPIRE), .wait (a time
+// interval), .stopAndError.
 // Node settings: `executeOnce` (only the first input item), `retryOnFail` / `maxTries` /
 // `waitBetweenTries` (a failed node runs again from its first item). Expressions `={{ … }}`
 // see `$()` (`.first()`, `.last()`, `.all()`, `.isExecuted`: the LAST run of that node,
 // output 0, as WorkflowDataProxy does with no run index), `$json`, `$input`, `$execution.id`,
 // `$workflow`, and a `Date`/`Math` whose `now()`/`random()` are the caller's clock and seed.
 // Not modelled: If conditions other than "is true", Set modes other than raw, Redis
-// operations other than get/set/incr (and GET of non-strings), waits of 65 s or more.
+// operations other than get/set/incr/push (Push at the head, GET of hashes and sets), waits of
+// 65 s or more.
 //
 // An execution is a generator (`Execution.run(group, items)`): it yields
 //   { kind: 'step', node, what, item }  before each atomic step (an expression node, or one
@@ -356,11 +359,20 @@ function* redisNode(execution, node, input) {
       const key = p('key');
       const keyType = p('keyType');
       const dotNotation = p('options.dotNotation', true);
-      if (keyType !== 'string') throw new Error(`${node.name}: only GET of strings is modelled`);
+      if (keyType !== 'string' && keyType !== 'list') throw new Error(`${node.name}: only GET of strings and lists is modelled`);
       if (dotNotation !== false && property.includes('.')) throw new Error(`${node.name}: dot notation is not modelled`);
-      const value = redis.get(key) ?? null;
+      const value = keyType === 'list' ? redis.lrange(key) : redis.get(key) ?? null;
       out.push({ json: { [property]: value } });
-      execution.env.observe({ node: node.name, op: 'GET', key, value });
+      execution.env.observe({ node: node.name, op: keyType === 'list' ? 'LRANGE' : 'GET', key, value });
+    } else if (operation === 'push') {
+      // RPUSH with Tail on (LPUSH otherwise, not modelled); the item passes through.
+      const list = p('list');
+      const data = p('messageData');
+      if (p('tail', false) !== true) throw new Error(`${node.name}: only Push with Tail (RPUSH) is modelled`);
+      if (data === null || data === undefined) throw Object.assign(new NodeError(`${node.name}: push of ${data}`), { node: node.name });
+      const length = redis.rpush(list, data);
+      out.push({ json: clone(item.json) });
+      execution.env.observe({ node: node.name, op: 'RPUSH', key: list, value: data, length });
     } else if (operation === 'incr') {
       const key = p('key');
       const expire = p('expire', false);
@@ -390,11 +402,16 @@ function* redisNode(execution, node, input) {
           try { fields = JSON.parse(value); } catch { fields = value; }
         }
         redis.hset(key, fields, expire ? ttl : null);
+      } else if (type === 'list') {
+        // utils.setValue: LSET of each element of the value by its index (a string's
+        // characters), then EXPIRE; so an empty value is an EXPIRE alone.
+        for (let index = 0; index < value.length; index += 1) redis.lset(key, index, value[index]);
+        if (expire) redis.expire(key, ttl);
       } else {
         throw new Error(`${node.name}: SET of type ${JSON.stringify(type)} is not modelled`);
       }
       out.push({ json: clone(item.json) });
-      execution.env.observe({ node: node.name, op: type === 'hash' ? 'HSET' : 'SET', key, value, ttl: expire ? ttl : null });
+      execution.env.observe({ node: node.name, op: { hash: 'HSET', list: 'LSET' }[type] ?? 'SET', key, value, ttl: expire ? ttl : null });
     } else {
       throw new Error(`${node.name}: Redis ${operation} is not modelled`);
     }
