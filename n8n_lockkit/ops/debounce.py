@@ -1,6 +1,6 @@
 """What `locks` and `stats` tell of add-debounce (docs/debounce.md), read from its own keys.
 
-A debounce key value's keys start with `<prefix>n8nlock:debounce:<workflow key>:<key>` (a
+A debounce key value's keys start with `<prefix>n8nlock:debounce2:<workflow key>:<key>` (a
 workflow key has no colon; a key may). The engine writes no counter for operators, so
 everything here is derived from the keys it keeps for a day:
 
@@ -10,7 +10,7 @@ everything here is derived from the keys it keeps for a day:
   key's next event takes the burst over), how old the burst is (its first waiting event) and
   how long the key has been quiet (its last one).
 - `stats`: per key value, the events stored (`:ev:<n>` records; an event that drew a ticket
-  again stores twice, which is rare) and the bursts cut (`:cutof:<s>`; a burst whose runner
+  again stores twice, which is rare) and the bursts cut (`:cuts:<s>`; a burst whose runner
   died before its body runs in the next burst's body) in the window, dated by their TTL, which
   every write sets to a day: so the window reaches back a day at most.
 """
@@ -35,7 +35,7 @@ WAITER_NONE = "none"  # no watch yet: the key's first waiter has not looked
 # The suffixes of a key value's keys, read from the end of a name (the shortest that fits: a
 # key value may itself hold colons).
 _SUFFIX = re.compile(
-    r"^(?P<base>.+)(?P<kind>:seq|:watch|:(?:ev|claim|after|cutof|ran|burst):\d+|:take:\d+:\d+)$"
+    r"^(?P<base>.+)(?P<kind>:seq|:watch|:(?:ev|claims|after|cuts|ran|burst):\d+|:take:\d+:\d+)$"
 )
 _DAY_MS = keys.DEBOUNCE_TTL_SECONDS * 1000
 
@@ -130,8 +130,8 @@ class KeyStats:
 
 
 def parse(schema: keys.KeySchema, name: str) -> tuple[KeyValue, str] | None:
-    """(key value, kind) of a debounce key, kind `seq`, `watch`, `ev`, `claim`, `after`,
-    `cutof`, `ran`, `burst` or `take`; None for another name."""
+    """(key value, kind) of a debounce key, kind `seq`, `watch`, `ev`, `claims`, `after`,
+    `cuts`, `ran`, `burst` or `take`; None for another name."""
     if not name.startswith(schema.debounce):
         return None
     found = _SUFFIX.match(name[len(schema.debounce) :])
@@ -199,7 +199,7 @@ def collect(store: LockStore, glob: str | None, hours: int, now_ms: int) -> list
     for where in sorted(found, key=lambda kv: (kv.workflow_key, kv.key)):
         kinds = found[where]
         events = _written_within(store, kinds.get("ev", []), window_ms)
-        bursts = _written_within(store, kinds.get("cutof", []), window_ms)
+        bursts = _written_within(store, kinds.get("cuts", []), window_ms)
         if events or bursts:
             result.append(KeyStats(where, events, bursts))
     return result

@@ -233,12 +233,12 @@ return 1
 # One debounce key value's open burst, read at one instant (docs/debounce.md).
 # KEYS: its `:seq` and `:watch`. ARGV: its key base, how many tickets back from the last to read
 # at most. The open burst begins at the watch's `s` (1 before the key's first waiter looked).
-# An event of it is waiting when its record `:ev:<t>` is there and its claim `:claim:<t>` is
-# absent (the event's INCR is under way) or 1 (the event claimed first; a runner's INCR, 2,
-# takes it). A claim 1 without a record is a ticket a runner left out, and a cut draws a ticket
-# with neither. Returns seq (false: none), watch (false: none or not a string), the first
-# ticket read, Redis's TIME, then per waiting event its ticket, claim (0: none yet) and `at`
-# (false: unreadable).
+# An event of it is waiting when its record `:ev:<t>` is there and its claims list
+# `:claims:<t>` is absent (the event's push is under way) or holds no runner's "r" yet (a
+# runner's push takes it, or left it out when it came first). A cut draws a ticket with
+# neither. Returns seq (false: none), watch (false: none or not a string), the first ticket
+# read, Redis's TIME, then per waiting event its ticket, claim (0: not pushed yet, 1: claimed)
+# and `at` (false: unreadable).
 DEBOUNCE_BURST = (
     _LUA_HELPERS
     + """
@@ -260,7 +260,14 @@ if last ~= nil then
   for t = first, last do
     local record = text(ticket_key(base, 'ev', t))
     if record then
-      local claim = tonumber(text(ticket_key(base, 'claim', t)) or '0') or 2
+      local claims = ticket_key(base, 'claims', t)
+      local claim = 0
+      if redis.call('TYPE', claims)['ok'] == 'list' then
+        claim = 1
+        for _, mark in ipairs(redis.call('LRANGE', claims, 0, -1)) do
+          if mark ~= 'e' then claim = 2 end
+        end
+      end
       if claim <= 1 then
         local event = decoded(record)
         local at = false

@@ -81,7 +81,6 @@ def _get_once(key: str, property_name: str) -> Kind:
 def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, str]:
     context = c.first("Debounce Context")
     decision = c.first("Debounce Decide")
-    claimed = f"{c.ref('Debounce Claim')}.all()"
     tuning = {"poll_ms": POLL_MS}
     cut_of = js_literal(keys.TEMPLATE_SCHEMA.cut_of)
     return {
@@ -98,18 +97,19 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
             context=context,
             drawn=f"{c.ref('Debounce Take Ticket')}.all()",
         ),
-        "claim": f"={{{{ {{ incr: {c.first('Debounce Store')}.incr }} }}}}",
+        "claim_list": f"={{{{ {c.first('Debounce Store')}.claim_key }}}}",
+        "after_key": f"={{{{ {c.first('Debounce Store')}.after_key }}}}",
         "verdict": templating.expression(
             "engine/debounce/verdict",
             context=context,
             stored=c.first("Debounce Store"),
-            claimed=claimed,
+            claims=f"{c.first('Debounce Read Claim')}.claims",
+            after=c.first("Debounce After"),
             **tuning,
         ),
         "answer": f"={{{{ {c.first('Debounce Verdict')}.answer }}}}",
         "waits": f"{c.first('Debounce Verdict')}.state === 'wait'",
         "takes": f"{c.first('Debounce Verdict')}.state === 'take'",
-        "any": f"{c.first('Debounce Pass Watch')}.tickets.length > 0",
         "runs": f"{c.first('Debounce Taken')}.tickets.length > 0",
         "take_key": f"={{{{ {c.first('Debounce Verdict')}.take_key }}}}",
         "took": f"$json[{c.first('Debounce Verdict')}.take_key] === 1",
@@ -117,8 +117,9 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
         "beacon_key": f"={{{{ $json.base + {js_literal(keys.TEMPLATE_SCHEMA.watch)} }}}}",
         "beacon_value": "={{ JSON.stringify({ s: $json.s, at: Date.now(), "
         "first_at: $json.first_at }) }}",
-        "cut_of_key": f"={{{{ $json.base + {cut_of} + $json.s }}}}",
-        "owns_cut": f"$json[{decision}.base + {cut_of} + {decision}.s] === 1",
+        "cuts_key": f"={{{{ {decision}.base + {cut_of} + {decision}.s }}}}",
+        # A Push sends its data as given: node-redis refuses a number ("Invalid argument type").
+        "cut_value": f"={{{{ String($json[{decision}.seq_key]) }}}}",
         "seq_key": f"={{{{ {decision}.seq_key }}}}",
         "watch": f"={{{{ {c.first('Debounce Verdict')}.watch }}}}",
         "decide": templating.expression(
@@ -131,32 +132,57 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
             f"={{{{ {c.first('Debounce Sleep')}.base + "
             f"{js_literal(keys.TEMPLATE_SCHEMA.event)} + $json.last_ticket }}}}"
         ),
-        "take": templating.expression("engine/debounce/take", decision=decision),
+        "take": templating.expression(
+            "engine/debounce/take",
+            decision=decision,
+            cuts="$json.cuts",
+            drawn=c.first("Debounce Cut"),
+        ),
         "claimed": templating.expression(
             "engine/debounce/claimed",
             decision=decision,
             take=c.first("Debounce Take"),
-            claimed=f"{c.ref('Debounce Claim Events')}.all()",
+            read=f"{c.ref('Debounce Read Claims')}.all()",
         ),
-        "read_prev": f"={{{{ {c.first('Debounce Claimed')}.prev_key }}}}",
         "pass": templating.expression(
-            "engine/debounce/pass",
+            "engine/debounce/pass", decision=decision, claimed=c.first("Debounce Claimed")
+        ),
+        "walk_start": templating.expression(
+            "engine/debounce/walk",
             decision=decision,
             claimed=c.first("Debounce Claimed"),
-            read_prev=c.first("Debounce Read Prev"),
+            walked="null",
         ),
-        "ran": templating.expression(
-            "engine/debounce/ran", decision=decision, claimed=c.first("Debounce Claimed")
+        "walk_step": templating.expression(
+            "engine/debounce/walk",
+            decision=decision,
+            claimed=c.first("Debounce Claimed"),
+            walked=(
+                f"{{ state: {c.first('Debounce Walk More?')}, "
+                f"read: {c.ref('Debounce Read Walk')}.all() }}"
+            ),
         ),
+        "plan": templating.expression(
+            "engine/debounce/plan",
+            decision=decision,
+            claimed=c.first("Debounce Claimed"),
+            passed=c.first("Debounce Pass Watch"),
+        ),
+        "ran": templating.expression("engine/debounce/ran", plan=c.first("Debounce Read Plan")),
+        "any": f"{c.first('Debounce Read Plan')}.get.length > 0",
         "taken": templating.expression(
             "engine/debounce/taken",
             decision=decision,
             claimed=c.first("Debounce Claimed"),
+            plan=c.first("Debounce Read Plan"),
             passed=c.first("Debounce Pass Watch"),
             ran=f"{c.ref('Debounce Ran')}.all()",
         ),
         "burst": templating.expression(
-            "engine/debounce/burst", read=f"{c.ref('Debounce Read Events')}.all()"
+            "engine/debounce/burst",
+            decision=decision,
+            taken=c.first("Debounce Taken"),
+            read=f"{c.ref('Debounce Read Events')}.all()",
         ),
         "next": templating.expression(
             "engine/debounce/next", decision=decision, taken=c.first("Debounce Taken"), **tuning
@@ -165,8 +191,8 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
 
 
 def _rows(s: dict[str, str]) -> list[Row]:
-    """Row 0: an event's path (draw, store, claim, answer); row 1: the waiter's look; row 2:
-    the runner's cut, its claims and the burst's items."""
+    """Row 0: an event's path (draw, store, claim, answer); row 1: the waiter's look and the cut;
+    row 2: the runner's claims, its pass and the burst's items."""
 
     def incr(key: str) -> dict[str, object]:
         return {"operation": "incr", "key": key, "expire": True, "ttl": keys.DEBOUNCE_TTL_SECONDS}
@@ -175,82 +201,115 @@ def _rows(s: dict[str, str]) -> list[Row]:
         ttl = keys.DEBOUNCE_TTL_SECONDS
         return {**SET_STRING_EACH, "key": key, "value": value, "ttl": ttl}
 
+    def node(key: str, name: str, kind: Kind, at: tuple[int, int]) -> Row:
+        return Row(f"debounce-{key}", f"Debounce {name}", kind, at)
+
     return [
-        Row("debounce-context", "Debounce Context", set_raw(s["context"]), (0, 0)),
-        Row("debounce-input-valid", "Debounce Input Valid?", if_("$json.problem === null"), (1, 0)),
-        Row("debounce-input-refused", "Debounce Input Refused", stop("$json.problem"), (1, 1)),
-        Row("debounce-ticket-items", "Debounce Ticket Items", split_out("incr"), (2, 0)),
+        node("context", "Context", set_raw(s["context"]), (0, 0)),
+        node("input-valid", "Input Valid?", if_("$json.problem === null"), (1, 0)),
+        node("input-refused", "Input Refused", stop("$json.problem"), (1, 1)),
+        node("ticket-items", "Ticket Items", split_out("incr"), (2, 0)),
         # A retried ticket INCR leaves a ticket nobody stores or claims: its runner leaves it out.
-        Row("debounce-take-ticket", "Debounce Take Ticket", redis(INCR_EACH, False), (3, 0)),
-        Row("debounce-store", "Debounce Store", set_raw(s["store"]), (4, 0)),
-        Row("debounce-store-items", "Debounce Store Items", split_out("set"), (5, 0)),
-        Row("debounce-store-event", "Debounce Store Event", redis(SET_STRING_EACH, False), (6, 0)),
-        Row("debounce-claim-list", "Debounce Claim List", set_raw(s["claim"]), (7, 0)),
-        Row("debounce-claim-items", "Debounce Claim Items", split_out("incr"), (8, 0)),
-        Row("debounce-claim", "Debounce Claim", _rendezvous(INCR_EACH), (9, 0)),
-        Row(
-            "debounce-read-watch",
-            "Debounce Read Watch",
-            _get_once(s["watch_key"], "watch"),
-            (10, 0),
+        node("take-ticket", "Take Ticket", redis(INCR_EACH, False), (3, 0)),
+        node("store", "Store", set_raw(s["store"]), (4, 0)),
+        node("store-items", "Store Items", split_out("set"), (5, 0)),
+        node("store-event", "Store Event", redis(SET_STRING_EACH, False), (6, 0)),
+        node("claim", "Claim", _push(s["claim_list"], "e"), (7, 0)),
+        node("claim-expire", "Claim Expire", _expire(s["claim_list"]), (8, 0)),
+        node("after", "After", _rendezvous(incr(s["after_key"])), (9, 0)),
+        node("read-claim", "Read Claim", _get_list(s["claim_list"], "claims"), (10, 0)),
+        node("read-watch", "Read Watch", _get_once(s["watch_key"], "watch"), (11, 0)),
+        node("verdict", "Verdict", set_raw(s["verdict"]), (12, 0)),
+        node("redraw", "Redraw?", if_("$json.state === 'redraw'"), (13, 0)),
+        node("answer", "Answer", set_raw(s["answer"]), (14, 0)),
+        node("waits", "Waits?", if_(s["waits"]), (16, 0)),
+        node("takes", "Takes?", if_(s["takes"]), (16, 1)),
+        node("take-over", "Take Over", _rendezvous(incr(s["take_key"])), (17, 1)),
+        node("took", "Took?", if_(s["took"]), (18, 1)),
+        node("watch", "Watch", set_raw(s["watch"]), (17, 0)),
+        node("beacon", "Beacon", redis(store(s["beacon_key"], s["beacon_value"]), True), (1, 1)),
+        node("sleep", "Sleep", wait("={{ $json.sleep }}"), (2, 1)),
+        node("read-seq", "Read Seq", _get_once("={{ $json.seq_key }}", "last_ticket"), (3, 1)),
+        node("read-last", "Read Last", _get_once(s["read_last"], "last_event"), (4, 1)),
+        node("decide", "Decide", set_raw(s["decide"]), (5, 1)),
+        node("cut-check", "Cut?", if_("$json.cut === true"), (6, 1)),
+        node("cut", "Cut", _rendezvous(incr(s["seq_key"])), (7, 1)),
+        node("cut-log", "Cut Log", _push(s["cuts_key"], s["cut_value"]), (8, 1)),
+        node("cut-expire", "Cut Expire", _expire(s["cuts_key"]), (9, 1)),
+        node("read-cuts", "Read Cuts", _get_list(s["cuts_key"], "cuts"), (10, 1)),
+        node("take", "Take", set_raw(s["take"]), (11, 1)),
+        node("take-items", "Take Items", split_out("push"), (12, 1)),
+        node(
+            "claim-events",
+            "Claim Events",
+            _push("={{ $json.list }}", "={{ $json.mark }}", False),
+            (13, 1),
         ),
-        Row("debounce-verdict", "Debounce Verdict", set_raw(s["verdict"]), (11, 0)),
-        Row("debounce-redraw", "Debounce Redraw?", if_("$json.state === 'redraw'"), (12, 0)),
-        Row("debounce-answer", "Debounce Answer", set_raw(s["answer"]), (13, 0)),
-        Row("debounce-waits", "Debounce Waits?", if_(s["waits"]), (15, 0)),
-        Row("debounce-takes", "Debounce Takes?", if_(s["takes"]), (15, 1)),
-        Row("debounce-take-over", "Debounce Take Over", _rendezvous(incr(s["take_key"])), (16, 1)),
-        Row("debounce-took", "Debounce Took?", if_(s["took"]), (17, 1)),
-        Row("debounce-watch", "Debounce Watch", set_raw(s["watch"]), (16, 0)),
-        Row(
-            "debounce-beacon",
-            "Debounce Beacon",
-            redis(store(s["beacon_key"], s["beacon_value"]), True),
-            (1, 1),
+        node("claims-expire", "Claims Expire", _expire("={{ $json.list }}", False), (14, 1)),
+        node(
+            "read-claims",
+            "Read Claims",
+            _get_list("={{ $json.list }}", "={{ $json.list }}", False),
+            (15, 1),
         ),
-        Row("debounce-sleep", "Debounce Sleep", wait("={{ $json.sleep }}"), (2, 1)),
-        Row(
-            "debounce-read-seq",
-            "Debounce Read Seq",
-            _get_once("={{ $json.seq_key }}", "last_ticket"),
-            (3, 1),
-        ),
-        Row(
-            "debounce-read-last",
-            "Debounce Read Last",
-            _get_once(s["read_last"], "last_event"),
-            (4, 1),
-        ),
-        Row("debounce-decide", "Debounce Decide", set_raw(s["decide"]), (5, 1)),
-        Row("debounce-cut-check", "Debounce Cut?", if_("$json.cut === true"), (6, 1)),
-        Row("debounce-own-cut", "Debounce Own Cut", _rendezvous(incr(s["cut_of_key"])), (7, 1)),
-        Row("debounce-owns-cut", "Debounce Owns Cut?", if_(s["owns_cut"]), (8, 1)),
-        Row("debounce-cut", "Debounce Cut", _rendezvous(incr(s["seq_key"])), (9, 1)),
-        Row("debounce-take", "Debounce Take", set_raw(s["take"]), (10, 1)),
-        Row("debounce-take-items", "Debounce Take Items", split_out("incr"), (11, 1)),
-        Row("debounce-claim-events", "Debounce Claim Events", _rendezvous(INCR_EACH), (12, 1)),
-        Row("debounce-claimed", "Debounce Claimed", set_raw(s["claimed"]), (13, 1)),
-        Row("debounce-read-prev", "Debounce Read Prev", _get_once(s["read_prev"], "prev"), (14, 1)),
-        Row("debounce-pass-watch", "Debounce Pass Watch", set_raw(s["pass"]), (2, 2)),
-        Row("debounce-pass-items", "Debounce Pass Items", split_out("set"), (3, 2)),
-        Row("debounce-pass", "Debounce Pass", redis(SET_STRING_EACH, False), (4, 2)),
-        Row("debounce-any", "Debounce Any?", if_(s["any"]), (5, 2)),
-        Row("debounce-read-items", "Debounce Read Items", split_out("get"), (6, 2)),
-        Row("debounce-read-events", "Debounce Read Events", redis(_read_each(), False), (7, 2)),
-        Row("debounce-ran-list", "Debounce Ran List", set_raw(s["ran"]), (8, 2)),
-        Row("debounce-ran-items", "Debounce Ran Items", split_out("incr"), (9, 2)),
-        # Right before the body (only expressions between): this runner and the next one meet.
-        Row("debounce-ran", "Debounce Ran", _rendezvous(INCR_EACH), (10, 2)),
-        Row("debounce-taken", "Debounce Taken", set_raw(s["taken"]), (11, 2)),
-        Row("debounce-runs", "Debounce Runs?", if_(s["runs"]), (12, 2)),
-        Row("debounce-burst", "Debounce Burst", set_raw(s["burst"]), (13, 2)),
-        Row("debounce-next", "Debounce Next", set_raw(s["next"]), (14, 2)),
-        Row("debounce-again", "Debounce Again?", if_("$json.next === true"), (15, 2)),
+        node("claimed", "Claimed", set_raw(s["claimed"]), (16, 1)),
+        node("pass-watch", "Pass Watch", set_raw(s["pass"]), (1, 2)),
+        node("pass-items", "Pass Items", split_out("set"), (2, 2)),
+        node("pass", "Pass", redis(SET_STRING_EACH, False), (3, 2)),
+        node("walk-start", "Walk Start", set_raw(s["walk_start"]), (4, 2)),
+        node("walk-more", "Walk More?", if_("$json.done !== true"), (5, 2)),
+        node("walk-items", "Walk Items", split_out("get"), (6, 3)),
+        node("read-walk", "Read Walk", redis(_get_each("={{ $json.property }}"), False), (7, 3)),
+        node("walk-step", "Walk Step", set_raw(s["walk_step"]), (8, 3)),
+        node("read-plan", "Read Plan", set_raw(s["plan"]), (6, 2)),
+        node("any", "Any?", if_(s["any"]), (7, 2)),
+        node("read-items", "Read Items", split_out("get"), (8, 2)),
+        node("read-events", "Read Events", redis(_get_each("={{ $json.key }}"), False), (9, 2)),
+        node("ran-list", "Ran List", set_raw(s["ran"]), (10, 2)),
+        node("ran-items", "Ran Items", split_out("incr"), (11, 2)),
+        # Right before the body (only expressions between): who runs each burst, who waits next.
+        node("ran", "Ran", _rendezvous(INCR_EACH), (12, 2)),
+        node("taken", "Taken", set_raw(s["taken"]), (13, 2)),
+        node("runs", "Runs?", if_(s["runs"]), (15, 2)),
+        node("burst", "Burst", set_raw(s["burst"]), (16, 2)),
+        node("next", "Next", set_raw(s["next"]), (17, 2)),
+        node("again", "Again?", if_("$json.next === true"), (18, 2)),
     ]
 
 
-def _read_each() -> dict[str, object]:
-    return {**GET_EACH, "propertyName": "record"}
+def _push(list_key: str, mark: str, once: bool = True) -> Kind:
+    """RPUSH of a mark onto an append-only list: safe to retry, since only the first mark of the
+    list decides and a party's later copies change nothing."""
+    return redis({"operation": "push", "list": list_key, "messageData": mark, "tail": True}, once)
+
+
+def _expire(key: str, once: bool = True) -> Kind:
+    """A list's TTL: n8n's Set with key type list writes each element of the value by index
+    (none for an empty value), then EXPIREs; a Push sets no TTL."""
+    parameters = {
+        "operation": "set",
+        "key": key,
+        "value": "={{ '' }}",
+        "keyType": "list",
+        "expire": True,
+        "ttl": keys.DEBOUNCE_TTL_SECONDS,
+    }
+    return redis(parameters, once)
+
+
+def _get_list(key: str, property_name: str, once: bool = True) -> Kind:
+    parameters = {
+        "operation": "get",
+        "propertyName": property_name,
+        "key": key,
+        "keyType": "list",
+        "options": {"dotNotation": False},
+    }
+    return redis(parameters, once)
+
+
+def _get_each(property_name: str) -> dict[str, object]:
+    return {**GET_EACH, "propertyName": property_name}
 
 
 _EDGES: list[Edge] = [
@@ -263,9 +322,10 @@ _EDGES: list[Edge] = [
         "Debounce Store",
         "Debounce Store Items",
         "Debounce Store Event",
-        "Debounce Claim List",
-        "Debounce Claim Items",
         "Debounce Claim",
+        "Debounce Claim Expire",
+        "Debounce After",
+        "Debounce Read Claim",
         "Debounce Read Watch",
         "Debounce Verdict",
         "Debounce Redraw?",
@@ -284,17 +344,31 @@ _EDGES: list[Edge] = [
         "Debounce Cut?",
     ),
     ("Debounce Cut?", 1, "Debounce Beacon"),
-    *chained("Debounce Cut?", "Debounce Own Cut", "Debounce Owns Cut?", "Debounce Cut"),
     *chained(
+        "Debounce Cut?",
         "Debounce Cut",
+        "Debounce Cut Log",
+        "Debounce Cut Expire",
+        "Debounce Read Cuts",
         "Debounce Take",
         "Debounce Take Items",
         "Debounce Claim Events",
+        "Debounce Claims Expire",
+        "Debounce Read Claims",
         "Debounce Claimed",
-        "Debounce Read Prev",
         "Debounce Pass Watch",
         "Debounce Pass Items",
         "Debounce Pass",
+        "Debounce Walk Start",
+        "Debounce Walk More?",
+        "Debounce Walk Items",
+        "Debounce Read Walk",
+        "Debounce Walk Step",
+        "Debounce Walk More?",
+    ),
+    ("Debounce Walk More?", 1, "Debounce Read Plan"),
+    *chained(
+        "Debounce Read Plan",
         "Debounce Any?",
         "Debounce Read Items",
         "Debounce Read Events",

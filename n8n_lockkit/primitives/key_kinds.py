@@ -304,32 +304,34 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "one event's trigger items and when it was stored; nobody else writes it.",
     ),
     KeyKind(
-        "debounce-claim",
+        "debounce-claims",
         f"{_DEBOUNCE}{DEBOUNCE_CLAIM_SUFFIX}<n>",
-        "string (counter)",
+        "list (of marks)",
         _DEBOUNCE_TTL,
-        "INCR by event n after it stored (Debounce Claim) and by the runner "
-        "whose burst holds n (Debounce Claim Events)",
-        "those INCRs' answers",
-        "event first (1): the runner (2) takes it; runner first (1): the event (2) draws again.",
+        "RPUSH of `e` by event n after it stored (Debounce Claim) and of `r` by every runner "
+        "whose burst holds n (Debounce Claim Events); EXPIRE after each (Debounce Claim Expire, "
+        "Debounce Claims Expire)",
+        "the same parties (Debounce Read Claim, Debounce Read Claims)",
+        "the first mark decides for everyone: `e`, the burst's runners take the event; `r`, "
+        "a runner passed the ticket first and the event draws again.",
     ),
     KeyKind(
         "debounce-after",
         f"{_DEBOUNCE}{DEBOUNCE_AFTER_SUFFIX}<t>",
         "string (counter)",
         _DEBOUNCE_TTL,
-        "INCR by event t + 1 (Debounce Claim) and the runner whose cut drew t "
-        "(Debounce Claim Events)",
+        "INCR by event t + 1 (Debounce After) and every runner of the cut t, right before "
+        "its body (Debounce Ran)",
         "those INCRs' answers",
-        "who waits for the next burst: the one of the two whose INCR answers 2.",
+        "who waits for the next burst: the one whose INCR answers 2.",
     ),
     KeyKind(
         "debounce-watch",
         f"{_DEBOUNCE}{DEBOUNCE_WATCH_SUFFIX}",
         "string (JSON `{s, at, first_at}`)",
         _DEBOUNCE_TTL,
-        "the waiter of burst s at every look (Debounce Beacon); the runner of the burst before, "
-        "right after its cut (Debounce Pass Watch)",
+        "the waiter of burst s at every look (Debounce Beacon); the runner of the burst before "
+        "whose own draw is its cut, or that took it over (Debounce Pass)",
         "every event that does not wait (Debounce Read Watch)",
         f"which burst is open and when its waiter last looked: older than {DEBOUNCE_STALE_MS} "
         "ms, the next event takes the burst over.",
@@ -346,34 +348,36 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "burst without a watch), the one whose INCR answers 1 waits for it.",
     ),
     KeyKind(
-        "debounce-cutof",
+        "debounce-cuts",
         f"{_DEBOUNCE}{DEBOUNCE_CUT_SUFFIX}<s>",
-        "string (counter)",
+        "list (of tickets)",
         _DEBOUNCE_TTL,
-        "INCR by each waiter of burst s about to cut it (Debounce Own Cut)",
-        "those INCRs' answers",
-        "one cut per burst: only the waiter whose INCR answers 1 cuts (a waiter taken over "
-        "while n8n stalled ends quietly).",
+        "RPUSH by each waiter of burst s of the ticket its cut drew (Debounce Cut Log), and "
+        "of the cut again by each runner (Debounce Claim Events); EXPIRE after",
+        "the same waiters (Debounce Read Cuts)",
+        "the burst's cut is the list's first entry, for every waiter that cut it, one back "
+        "from a stall, or one finishing the cut of a runner that died.",
     ),
     KeyKind(
         "debounce-burst",
         f"{_DEBOUNCE}{DEBOUNCE_BURST_SUFFIX}<c>",
         "string (JSON `{s, tickets}`)",
         _DEBOUNCE_TTL,
-        "the runner whose cut drew c, before it meets the next burst (Debounce Pass)",
-        "the runner of the next burst (Debounce Read Prev)",
-        "the tickets the burst cut at c runs (its own taken ones, after those it took from the "
-        "burst before), for the next runner to run should this one die before its body.",
+        "every runner of the cut c, before it meets the next burst (Debounce Pass)",
+        "later runners (Debounce Read Walk)",
+        "the tickets the burst cut at c runs, for a later runner to run should every runner of "
+        "this one die before its body.",
     ),
     KeyKind(
         "debounce-ran",
         f"{_DEBOUNCE}{DEBOUNCE_RAN_SUFFIX}<c>",
         "string (counter)",
         _DEBOUNCE_TTL,
-        "INCR by the runner whose cut drew c right before its body (Debounce Ran), and by the "
-        "runner of the next burst (Debounce Claim Events)",
-        "those INCRs' answers",
-        "who runs the burst cut at c: its runner if its INCR answers 1; else the next runner, "
-        "ahead of its own (the first runner died, failed or stalled before its body).",
+        "INCR right before the body (Debounce Ran) by every runner of the cut c, and by "
+        "every later runner whose walk (Debounce Read Walk) found it unset",
+        "those INCRs' answers; later runners (Debounce Read Walk)",
+        "who runs the burst cut at c: of all that INCR it, the one answered 1 (a later runner "
+        "runs it ahead of its own when the burst's runners died, failed or stalled before "
+        "their body).",
     ),
 )

@@ -82,16 +82,22 @@ RATE_PREFIX = "n8n-ratelimit-"
 SLOTS_SUFFIX = ":slots"
 CLAIM_SUFFIX = ":c"
 WINDOW_SEPARATOR = "-"
-# A debounce's keys (add-debounce, docs/debounce.md), after `n8nlock:debounce:<wf>:<key>`.
-DEBOUNCE_PREFIX = "n8nlock:debounce:"
+# A debounce's keys (add-debounce, docs/debounce.md), after `n8nlock:debounce2:<wf>:<key>`.
+# The 2 is the protocol with lists (claims and cuts): a workflow upgraded from the one that
+# only INCRed starts a sequence of its own, so that a burst its old executions still wait for
+# runs under the old keys and no old runner meets a new event.
+DEBOUNCE_PREFIX = "n8nlock:debounce2:"
 DEBOUNCE_SEQ_SUFFIX = ":seq"
 DEBOUNCE_EVENT_SUFFIX = ":ev:"
-DEBOUNCE_CLAIM_SUFFIX = ":claim:"
+# Lists (RPUSH, first mark decides): named anew so that no key of the INCR version is reused.
+DEBOUNCE_CLAIM_SUFFIX = ":claims:"
 DEBOUNCE_AFTER_SUFFIX = ":after:"
 DEBOUNCE_WATCH_SUFFIX = ":watch"
 DEBOUNCE_TAKE_SUFFIX = ":take:"
-DEBOUNCE_CUT_SUFFIX = ":cutof:"
+DEBOUNCE_CUT_SUFFIX = ":cuts:"
 DEBOUNCE_RAN_SUFFIX = ":ran:"
+# A runner looks back this many bursts at most for one whose runners all died before the body.
+DEBOUNCE_WALK_MAX = 20
 DEBOUNCE_BURST_SUFFIX = ":burst:"
 DEBOUNCE_TTL_SECONDS = 86400
 # A waiter writes its watch at every look (every POLL_MS at most); one not written for this long
@@ -120,6 +126,7 @@ CONSTANTS: dict[str, int] = {
     "hold_ttl": HOLD_TTL_SECONDS,
     "debounce_ttl": DEBOUNCE_TTL_SECONDS,
     "debounce_stale_ms": DEBOUNCE_STALE_MS,
+    "debounce_walk_max": DEBOUNCE_WALK_MAX,
 }
 # A key namespace per environment (`keyPrefix:` in envs/<env>.yml, default empty, checked by
 # envconfig.check_key_prefix) goes in front of every key n8nlock writes, so that staging and

@@ -1,8 +1,9 @@
 """`locks` and `stats` show add-debounce's keys, against a real Redis.
 
 The keys are written as the generated nodes write them (templates/js/engine/debounce/,
-docs/debounce.md): INCR then EXPIRE a day for `:seq`, `:claim:<n>` and `:cutof:<s>`, SET with
-a day's TTL for `:ev:<n>` (`{at, items}`) and `:watch` (`{s, at, first_at}`).
+docs/debounce.md): INCR then EXPIRE a day for `:seq`, RPUSH then EXPIRE a day for the lists
+`:claims:<n>` and `:cuts:<s>`, SET with a day's TTL for `:ev:<n>` (`{at, items}`) and `:watch`
+(`{s, at, first_at}`).
 """
 
 from __future__ import annotations
@@ -36,22 +37,28 @@ def incr(client: redis.Redis, name: str, written_ago_s: int = 0) -> None:
     client.expire(name, DAY - written_ago_s)
 
 
+def push(client: redis.Redis, name: str, mark: str, written_ago_s: int = 0) -> None:
+    client.rpush(name, mark)
+    client.expire(name, DAY - written_ago_s)
+
+
 def event(
     client: redis.Redis, at: str, ticket: int, at_ms: int, *, claims: int = 1, ago_s: int = 0
 ) -> None:
-    """Event `ticket` drew its ticket and stored its items at `at_ms`; `claims` INCRs of its
-    claim (0: its own is under way, 1: it claimed, 2: a runner took it too)."""
+    """Event `ticket` drew its ticket and stored its items at `at_ms`; `claims` marks on its
+    claims list (0: its own push is under way, 1: it claimed, 2: a runner took it too)."""
     incr(client, at + keys.SCHEMA.seq, ago_s)
     record = {"at": at_ms, "items": [{"body": {"chat": "42", "text": f"message {ticket}"}}]}
     client.set(f"{at}{keys.SCHEMA.event}{ticket}", json.dumps(record), ex=DAY - ago_s)
-    for _ in range(claims):
-        incr(client, f"{at}{keys.SCHEMA.event_claim}{ticket}", ago_s)
+    for mark in "er"[:claims]:
+        push(client, f"{at}{keys.SCHEMA.event_claim}{ticket}", mark, ago_s)
 
 
 def cut(client: redis.Redis, at: str, first: int, *, ago_s: int = 0) -> None:
     """The waiter of the burst that began at `first` cut it (drawing a ticket)."""
-    incr(client, f"{at}{keys.SCHEMA.cut_of}{first}", ago_s)
-    incr(client, at + keys.SCHEMA.seq, ago_s)
+    drawn = client.incr(at + keys.SCHEMA.seq)
+    client.expire(at + keys.SCHEMA.seq, DAY - ago_s)
+    push(client, f"{at}{keys.SCHEMA.cut_of}{first}", str(drawn), ago_s)
 
 
 def watch(client: redis.Redis, at: str, first: int, looked_ms: int) -> None:
@@ -184,5 +191,5 @@ def test_a_key_value_that_looks_like_a_suffix_is_read_from_the_end() -> None:
         debounce.KeyValue("support", "a:ev:3"),
         "take",
     )
-    assert debounce.parse(schema, "n8nlock:debounce:support:a:seq") is None  # another env's
+    assert debounce.parse(schema, "n8nlock:debounce2:support:a:seq") is None  # another env's
     assert debounce.parse(schema, schema.debounce + "support:seq") is None  # no key value

@@ -42,12 +42,17 @@ DB = 1
 # node-redis 4) connects (AUTH, then SELECT when the credential's database is not 0), sends
 # PING, then per operation and key type the commands below; `set` and `incr` add EXPIRE when
 # the node sets a TTL. A keyType that is an expression or `automatic` is a string or a hash.
+# The debounce's lists: Push with Tail is RPUSH; Get of a list is LRANGE 0 -1; Set of a list with
+# an empty value (its only use: a TTL) writes no element and EXPIREs.
 N8N_SENDS: dict[tuple[str, str], list[list[Any]]] = {
     ("get", "string"): [["GET", "{key}"]],
     ("get", "hash"): [["HGETALL", "{key}"]],
     ("set", "string"): [["SET", "{key}", "{}"], ["EXPIRE", "{key}", 60]],
     ("set", "hash"): [["HSET", "{key}", "orders", "{}"], ["EXPIRE", "{key}", 60]],
     ("incr", "-"): [["INCR", "{key}"], ["EXPIRE", "{key}", 60]],
+    ("push", "-"): [["RPUSH", "{list}", "e"]],
+    ("get", "list"): [["LRANGE", "{list}", 0, -1]],
+    ("set", "list"): [["EXPIRE", "{list}", 60]],
 }
 
 
@@ -63,6 +68,8 @@ def acl_lines() -> dict[str, list[str]]:
 
 
 LINES = acl_lines()
+# A debounce's claims list, for the list operations.
+LIST_KEY = SCHEMA.debounce_base("wf1", "chat:42") + keys.DEBOUNCE_CLAIM_SUFFIX + "1"
 
 
 def send(client: redis.Redis, *words: Any) -> Any:
@@ -75,7 +82,7 @@ def generated_operations() -> set[tuple[str, str]]:
     workflow of the corpus in every form the wrapping commands make."""
     used = set()
     for case, render in CASES.items():
-        if not case.startswith(("primitive/", "wrap/order_update/")):
+        if not case.startswith(("primitive/", "wrap/order_update/", "debounce/order_update/")):
             continue
         rendered = render()
         if rendered.startswith("refused:"):  # a form this workflow cannot take (--park)
@@ -141,7 +148,8 @@ def test_the_line_lets_n8ns_redis_node_run_every_operation_of_the_generated_node
     for operation, kind in sorted(generated_operations()):
         client.ping()
         for command in N8N_SENDS[operation, kind]:
-            send(client, *[key_of[kind] if w == "{key}" else w for w in command])
+            send(client, *[LIST_KEY if w == "{list}" else key_of.get(kind) if w == "{key}" else w
+                           for w in command])  # fmt: skip
     assert refusals(admin) == []
     with pytest.raises(redis.exceptions.NoPermissionError):
         client.get(keys.SCHEMA.holder_key("orders", 1))  # the keys of no namespace

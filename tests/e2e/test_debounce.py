@@ -283,8 +283,8 @@ def test_a_burst_whose_runner_failed_before_its_body_runs_with_the_next_burst(
     """The runner of a burst fails after its cut and before its body: the record of one of its
     events is unreadable (a hash where a string was), so Debounce Read Events fails its three
     tries and the execution fails. The key's next event, a stale limit later, takes the next
-    burst over; its runner meets `ran:<c>` first and runs the failed runner's burst ahead of
-    its own, in one body, in ticket order; nothing runs twice."""
+    burst over; its runner's walk finds `ran:<c>` unset, and it runs the failed runner's burst
+    ahead of its own, in one body, in ticket order; nothing runs twice."""
     key = install(lockbed, "debounce_recover")
     chat = f"ivy-{uuid.uuid4().hex[:6]}"
     record = keys.KeySchema("").debounce_base(key, chat) + keys.DEBOUNCE_EVENT_SUFFIX + "2"

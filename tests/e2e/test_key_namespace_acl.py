@@ -23,6 +23,7 @@ from testbed.settings import n8n_version_params
 from tests.cli.test_key_namespace_acl import (
     DB,
     LINES,
+    LIST_KEY,
     PASSWORD,
     SCHEMA,
     admin,
@@ -33,7 +34,8 @@ from tests.cli.test_key_namespace_acl import (
 __all__ = ["admin"]  # the fixture, here on the test bed's Redis
 
 # One operation of Redis.node.js's execute(): connect, PING, the operation, QUIT. The key of a
-# hash operation holds a hash, the others a string or a counter. A refused SELECT makes
+# hash operation holds a hash, of a list operation a list (a debounce's claims), the others a
+# string or a counter. A refused SELECT makes
 # node-redis reconnect for minutes (as it would inside n8n): each operation gets 10 s.
 SCRIPT = r"""
 const utils = require(process.argv[1]);
@@ -44,9 +46,13 @@ const run = async (client, operation, kind) => {
   await client.connect();
   await client.ping();
   if (operation === 'get') await utils.getValue(client, key, kind);
-  else if (operation === 'set') {
+  else if (operation === 'set' && kind === 'list') {
+    await utils.setValue.call(node, client, key, '', true, 60, 'list', true);
+  } else if (operation === 'set') {
     const value = kind === 'hash' ? { orders: '{}' } : '{}';
     await utils.setValue.call(node, client, key, value, true, 60, 'automatic', true);
+  } else if (operation === 'push') {
+    await client.rPush(keyOf.list, 'e');
   } else if (operation === 'incr') {
     await client.incr(key);
     await client.expire(key, 60);
@@ -85,7 +91,7 @@ def test_n8ns_redis_node_runs_every_operation_of_the_generated_nodes_as_the_user
     credentials = {"host": where.hostname, "port": where.port, "database": DB, "user": user,
                    "password": PASSWORD, "ssl": False}  # fmt: skip
     key_of = {"string": SCHEMA.holder_key("orders", 1), "hash": SCHEMA.index_key("wf1", "57"),
-              "-": SCHEMA.ticket_key("orders")}  # fmt: skip
+              "-": SCHEMA.ticket_key("orders"), "list": LIST_KEY}  # fmt: skip
     argument = json.dumps([credentials, sorted(generated_operations()), key_of])
     run = subprocess.run(
         [str(install.runtime.node), "-e", SCRIPT, str(utils / "utils.js"), argument],

@@ -32,11 +32,11 @@ import { EPOCH, INT, PICK, Redis, exploreAll, mix, mulberry32, randomProcs, rand
 
 // Steps where a stall or a crash matters most: between a rendezvous and what it decides.
 const SITES = [
-  ['Debounce Store Event', 1], ['Debounce Claim', 2], ['Debounce Read Watch', 1],
-  ['Debounce Verdict', 1], ['Debounce Take Over', 1], ['Debounce Beacon', 1],
-  ['Debounce Read Seq', 1], ['Debounce Own Cut', 1], ['Debounce Cut', 1],
-  ['Debounce Claim Events', 4], ['Debounce Pass', 1], ['Debounce Read Events', 3],
-  ['Debounce Burst', 1], ['Debounce Next', 1],
+  ['Debounce Store Event', 1], ['Debounce Claim', 1], ['Debounce After', 1], ['Debounce Read Claim', 1],
+  ['Debounce Read Watch', 1], ['Debounce Verdict', 1], ['Debounce Take Over', 1], ['Debounce Beacon', 1],
+  ['Debounce Read Seq', 1], ['Debounce Cut', 1], ['Debounce Cut Log', 1], ['Debounce Read Cuts', 1],
+  ['Debounce Claim Events', 4], ['Debounce Read Claims', 4], ['Debounce Pass', 1], ['Debounce Read Events', 3],
+  ['Debounce Read Walk', 2], ['Debounce Ran', 3], ['Debounce Burst', 1], ['Debounce Next', 1],
 ];
 const KEYS = ['a', 'b'];
 
@@ -88,7 +88,7 @@ function brief(value) {
   return value;
 }
 
-const shortKey = (key) => (typeof key === 'string' ? key.replace(/^n8nlock:debounce:model:/, '') : key);
+const shortKey = (key) => (typeof key === 'string' ? key.replace(/^n8nlock:debounce2?:model:/, '') : key);
 
 export function runDebounceSchedule(spec, graphs, opts) {
   const d = graphs[spec.debounce];
@@ -189,9 +189,8 @@ export function runDebounceSchedule(spec, graphs, opts) {
     const v = event.value;
     if (event.op === 'retry') stats.retries += 1;
     if (event.op === 'INCR' && event.node === 'Debounce Take Ticket') c.ticket = v;
-    if (event.op === 'INCR' && event.node === 'Debounce Cut') stats.cuts += 1;
-    if (event.op === 'INCR' && event.node === 'Debounce Own Cut') {
-      if (v !== 1) stats.lostCuts += 1;
+    if (event.op === 'INCR' && event.node === 'Debounce Cut') {
+      stats.cuts += 1;
       leaveWaiting(c);
     }
     if (event.op === 'expr' && v) {
@@ -206,6 +205,7 @@ export function runDebounceSchedule(spec, graphs, opts) {
         stats.answered += 1;
         if (v.position !== c.ticket || v.key !== c.spec.key) violate('wrong answer', `${c.id} (ticket ${c.ticket}, key ${c.spec.key}) answered ${JSON.stringify(v)}`, c);
       }
+      if (event.node === 'Debounce Take' && v.mine === false) stats.lostCuts += 1;
       if (event.node === 'Debounce Watch') enterWaiting(c, v.s, c.via);
       if (event.node === 'Debounce Next') c.lastNext = v;
       if (event.node === 'Debounce Taken' && v.inherited?.length) stats.recovered += 1;
@@ -214,7 +214,8 @@ export function runDebounceSchedule(spec, graphs, opts) {
       stats.takeovers += 1;
       c.via = 'take';
     }
-    if (event.op === 'if' && event.node === 'Debounce Again?' && v === true) enterWaiting(c, c.lastNext.s, 'next');
+    // A taker that found its burst cut already waits on as a taker (Debounce Taken's `took`).
+    if (event.op === 'if' && event.node === 'Debounce Again?' && v === true) enterWaiting(c, c.lastNext.s, c.lastNext.took ? 'take' : 'next');
   }
 
   function finish(c, outcome, message) {

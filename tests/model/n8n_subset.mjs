@@ -369,7 +369,8 @@ function* redisNode(execution, node, input) {
       const list = p('list');
       const data = p('messageData');
       if (p('tail', false) !== true) throw new Error(`${node.name}: only Push with Tail (RPUSH) is modelled`);
-      if (data === null || data === undefined) throw Object.assign(new NodeError(`${node.name}: push of ${data}`), { node: node.name });
+      // node-redis sends only strings: n8n 2.41.1 fails a Push of a number "Invalid argument type".
+      if (typeof data !== 'string') throw Object.assign(new NodeError(`${node.name}: Invalid argument type (${typeof data})`), { node: node.name });
       const length = redis.rpush(list, data);
       out.push({ json: clone(item.json) });
       execution.env.observe({ node: node.name, op: 'RPUSH', key: list, value: data, length });

@@ -5,13 +5,14 @@ inverse.
       → Debounce Context → … (the debounce, as `debounce_wrap.py` made it)
 
 An event the guard lets in holds its key until its execution ends, and then writes the key's
-done mark: every execution that gets past the guard ends in one of four places of the
+done mark: every execution that gets past the guard ends in one of three places of the
 debounce, and each of them leads to the guard's release (no Merge needed, one runs):
 
 - a buffered event, after its answer: *Debounce Takes?* (false: the burst's waiter is alive)
   or *Debounce Took?* (false: another event took a stale burst over);
-- a waiter or runner: *Debounce Owns Cut?* (false: another waiter cut its burst) or *Debounce
-  Again?* (false: after the body, no next burst to wait for).
+- a waiter or runner: *Debounce Again?* (false: after the body, or after another execution ran
+  its burst, no next burst to wait for). Every waiter that cuts goes on as a runner of the cut,
+  so this is the only end of a waiter.
 
 So a duplicate of an event that is buffered, waits, or ran within the window is turned away
 with the guard's skipped answer. A failed execution (its body, or the debounce's key check)
@@ -39,7 +40,6 @@ from n8n_lockkit.rewrite.wrapping.wrap import acquire_inline
 ENDS = (
     ("Debounce Takes?", 1),
     ("Debounce Took?", 1),
-    ("Debounce Owns Cut?", 1),
     ("Debounce Again?", 1),
 )
 RELEASE_FRAME = "frame-dedupe-release"

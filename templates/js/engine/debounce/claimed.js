@@ -1,14 +1,13 @@
-// A claim that answered 2 is an event that stored its items before the runner came: it is in
-// this burst (and in no other: only one INCR of its claim answers 2). `ran:<s-1>` answered 1:
-// the runner of the burst before had not reached its body (it died, failed or stalls); this
-// runner runs that burst first, from `burst:<s-1>` (Debounce Read Prev), and that runner,
-// answered 2, runs nothing.
+// A claims list whose first mark is "e" is an event that stored its items before any runner
+// came: it is in this burst, for every runner of it (they all read the same first mark).
 const w = << decision >>;
 const take = << take >>;
-const got = (key) => Number(<< claimed >>.map((item) => item.json[key]).find((v) => v !== undefined));
+const first = (key) => {
+  const list = << read >>.map((item) => item.json[key]).find((v) => v !== undefined);
+  return Array.isArray(list) ? list[0] : undefined;
+};
 return {
   c: take.c,
-  own: take.tickets.filter((t) => got(`${w.base}<< keys.event_claim >>${t}`) === 2),
-  ran_prev: got(`${w.base}<< keys.ran >>${w.s - 1}`),
-  prev_key: `${w.base}<< keys.burst >>${w.s - 1}`,
+  mine: take.mine,
+  own: take.tickets.filter((t) => first(`${w.base}<< keys.event_claim >>${t}`) === 'e'),
 };

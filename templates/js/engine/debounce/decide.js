@@ -16,7 +16,7 @@ const maxLeft = w.max_ms - (now - w.first_at);
 const reason = count >= w.max_items ? 'full' : quietLeft <= 0 ? 'quiet' : maxLeft <= 0 ? 'max_wait' : null;
 return {
   key: w.key, base: w.base, seq_key: w.seq_key, quiet_ms: w.quiet_ms, max_ms: w.max_ms,
-  max_items: w.max_items, s: w.s, first_at: w.first_at,
+  max_items: w.max_items, s: w.s, first_at: w.first_at, took: w.took === true,
   cut: reason !== null,
   reason,
   sleep: Math.max(50, Math.min(quietLeft, maxLeft, << poll_ms >>)) / 1000,

@@ -1,25 +1,18 @@
 // Before anyone can run the next burst (its waiter exists only after this pass: the watch below,
-// or `after:c` met after it), write what this burst runs: the tickets of the burst before when
-// its runner had not reached its body (`ran:<s-1>` answered 1), then this burst's own.
-// Should this runner die before its body, the next runner runs them (`ran:<c>`). Then the
-// watch: the next burst begins at c + 1; its waiter writes it from its first look, and until
-// then it says when it opened, so that a burst whose waiter died before its first look is
-// taken over too.
+// or `after:c` met after it), write the tickets this burst runs, `burst:<c>`: every runner of the
+// cut writes the same. Should they all die before their body, a later runner runs them (Debounce
+// Walk). Then the watch: the next burst begins at c + 1; its waiter writes it from its first
+// look, and until then it says when it opened, so that a burst whose waiter died before its
+// first look is taken over too. Only the runner whose own draw is the cut writes it, or one that
+// took the burst over from a stale watch (it finishes the cut of a runner that died before its
+// pass): a runner back from a long stall would set the watch back to a burst long cut.
 const w = << decision >>;
 const claimed = << claimed >>;
-let prev = null;
-try {
-  const raw = << read_prev >>.prev;
-  prev = typeof raw === 'string' ? JSON.parse(raw) : raw;
-} catch (error) {}
-const inherited = claimed.ran_prev === 1 && prev && Array.isArray(prev.tickets) ? prev.tickets.map(Number) : [];
-const tickets = [...inherited, ...claimed.own];
+const watch = { key: `${w.base}<< keys.watch >>`, value: JSON.stringify({ s: claimed.c + 1, at: Date.now(), first_at: Date.now() }), ttl: << debounce_ttl >> };
 return {
-  inherited,
-  tickets,
+  tickets: claimed.own,
   set: [
-    // `get` rides on this item through Debounce Pass to Debounce Read Items: the records to read.
-    { key: `${w.base}<< keys.burst >>${claimed.c}`, value: JSON.stringify({ s: w.s, tickets }), ttl: << debounce_ttl >>, get: tickets.map((t) => ({ key: `${w.base}<< keys.event >>${t}` })) },
-    { key: `${w.base}<< keys.watch >>`, value: JSON.stringify({ s: claimed.c + 1, at: Date.now(), first_at: Date.now() }), ttl: << debounce_ttl >> },
+    { key: `${w.base}<< keys.burst >>${claimed.c}`, value: JSON.stringify({ s: w.s, tickets: claimed.own }), ttl: << debounce_ttl >> },
+    ...(claimed.mine || w.took ? [watch] : []),
   ],
 };

@@ -1,17 +1,22 @@
-// `ran:<c>` answered 1: this runner runs its burst (with the burst before it, when it took that
-// over; their records are read already); 2: the next runner got there first and ran it, so this
-// one runs nothing. After 2:
-// event c + 1 came first and does not wait, so this execution waits for the next burst after
-// the body; not when the next runner passed it (then the next burst was cut already).
+// `ran:<x>` answered 1: this runner runs burst x (its tickets' records are read already); 2 or
+// more: another execution runs it. After 2: event c + 1 came first and does not wait, so this
+// execution waits for the next burst after the body. A runner that took the burst over from a
+// stale watch and found it cut by another (it finished a cut it did not draw) waits for the next
+// burst whatever it met: the waiter the stale watch hid may be dead too, and nothing else would
+// notice.
 const w = << decision >>;
 const claimed = << claimed >>;
+const plan = << plan >>;
 const passed = << passed >>;
 const got = (key) => Number(<< ran >>.map((item) => item.json[key]).find((v) => v !== undefined));
-const runs = got(`${w.base}<< keys.ran >>${claimed.c}`) === 1;
-const tickets = runs ? passed.tickets : [];
+const won = (c) => got(`${w.base}<< keys.ran >>${c}`) === 1;
+const inherited = plan.chain.filter((b) => won(b.c)).flatMap((b) => b.tickets);
+const tickets = [...inherited, ...(won(claimed.c) ? passed.tickets : [])];
+const took = w.took === true && !claimed.mine;
 return {
   tickets,
-  inherited: runs ? passed.inherited : [],
-  next: runs && got(`${w.base}<< keys.after >>${claimed.c}`) === 2,
+  inherited,
+  next: got(`${w.base}<< keys.after >>${claimed.c}`) === 2 || took,
+  took,
   c: claimed.c,
 };

@@ -1,20 +1,19 @@
-// Claim's answers decide the event. Claim 1: the event came before any runner took its ticket,
-// so the runner that ends the burst takes it (its INCR answers 2). Claim 2: a runner passed the
-// ticket first (left it out), so the event draws a new one. After 2: the cut just before this
-// ticket came first, so this event waits for the burst that begins with it (its runner INCRs
-// the same key and gets 1); ticket 1 begins the key's first burst. Any other event reads the
-// watch (Debounce Read Watch): a waiter silent for << debounce_stale_ms >> ms is taken to be
-// dead, and the event tries to take its burst over (Debounce Take Over). No watch at all: the
-// key's first burst (nobody else writes the watch before its waiter's first look), whose waiter
-// may have died before that look or never exist (ticket 1 a hole: a retried ticket INCR); the
-// event tries to take burst 1 over at once, one event per << debounce_stale_ms >> ms slot (the
-// model check found the key dead for a day otherwise). A live first waiter meets it at the cut.
+// The claims list decides the event. Its first mark "e" (the event's own): the event came before
+// any runner took its ticket, so every runner of the burst that holds it reads "e" first and
+// takes it. "r" first: a runner passed the ticket first (left it out), so the event draws a new
+// one. After 2: the cut just before this ticket came first, so this event waits for the burst
+// that begins with it (its runner INCRs the same key and gets 1); ticket 1 begins the key's
+// first burst. Any other event reads the watch (Debounce Read Watch): a waiter silent for
+// << debounce_stale_ms >> ms is taken to be dead, and the event tries to take its burst over
+// (Debounce Take Over). No watch at all: the key's first burst (nobody else writes the watch
+// before its waiter's first look), whose waiter may have died before that look or never exist
+// (ticket 1 a hole: a retried ticket INCR); the event tries to take burst 1 over at once, one
+// event per << debounce_stale_ms >> ms slot. A live first waiter meets it at the cut.
 const ctx = << context >>;
 const stored = << stored >>;
-const got = (key) => Number(<< claimed >>.map((item) => item.json[key]).find((v) => v !== undefined));
-const claim = got(`${ctx.base}<< keys.event_claim >>${stored.ticket}`);
-const after = got(`${ctx.base}<< keys.after >>${stored.ticket - 1}`);
-if (claim !== 1) return { state: 'redraw', incr: ctx.incr };
+const claims = << claims >>;
+const after = Number(<< after >>[stored.after_key]);
+if (!Array.isArray(claims) || claims[0] !== 'e') return { state: 'redraw', incr: ctx.incr };
 const now = Date.now();
 const waits = stored.ticket === 1 || after === 2;
 let watched = null;
@@ -33,7 +32,7 @@ return {
   take_key: stale ? `${ctx.base}<< keys.take >>${watched.s}:${watched.at}` : null,
   watch: {
     key: ctx.key, base: ctx.base, seq_key: ctx.seq_key, quiet_ms: ctx.quiet_ms, max_ms: ctx.max_ms,
-    max_items: ctx.max_items, s, first_at: stale ? Number(watched.first_at) || now : now,
+    max_items: ctx.max_items, s, first_at: stale ? Number(watched.first_at) || now : now, took: stale,
     sleep: Math.min(ctx.quiet_ms, << poll_ms >>) / 1000,
   },
 };
