@@ -67,15 +67,16 @@ def _rendezvous(parameters: dict[str, object]) -> Kind:
     return Kind(kind.type, kind.version, kind.parameters, settings)
 
 
-def _get_once(key: str, property_name: str) -> Kind:
+def _get_once(key: str, property_name: str, key_type: str = "string", once: bool = True) -> Kind:
+    """A Redis GET (key type `list`: LRANGE 0 -1) into `property_name`, dots taken literally."""
     parameters = {
         "operation": "get",
         "propertyName": property_name,
         "key": key,
-        "keyType": "string",
+        "keyType": key_type,
         "options": {"dotNotation": False},
     }
-    return redis(parameters, True)
+    return redis(parameters, once)
 
 
 def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, str]:
@@ -298,14 +299,7 @@ def _expire(key: str, once: bool = True) -> Kind:
 
 
 def _get_list(key: str, property_name: str, once: bool = True) -> Kind:
-    parameters = {
-        "operation": "get",
-        "propertyName": property_name,
-        "key": key,
-        "keyType": "list",
-        "options": {"dotNotation": False},
-    }
-    return redis(parameters, once)
+    return _get_once(key, property_name, "list", once)
 
 
 def _get_each(property_name: str) -> dict[str, object]:
