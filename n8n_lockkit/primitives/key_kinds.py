@@ -338,14 +338,15 @@ KEY_KINDS: tuple[KeyKind, ...] = (
     ),
     KeyKind(
         "debounce-take",
-        f"{_DEBOUNCE}{DEBOUNCE_TAKE_SUFFIX}<s>:<at>",
+        f"{_DEBOUNCE}{DEBOUNCE_TAKE_SUFFIX}<s>:<slot>",
         "string (counter)",
         _DEBOUNCE_TTL,
-        "INCR by each event that read the same stale watch, or no watch in the same "
-        f"{DEBOUNCE_STALE_MS} ms slot (`1:<slot>`) (Debounce Take Over)",
+        "INCR by each event that found burst s's watch stale (or no watch: s = 1) in the same "
+        f"{DEBOUNCE_STALE_MS} ms slot of its clock (Debounce Take Over)",
         "those INCRs' answers",
-        "of the events that found burst s's waiter silent since `at` (or the key's first "
-        "burst without a watch), the one whose INCR answers 1 waits for it.",
+        "of the events that found burst s's waiter silent (or the key's first burst without a "
+        "watch) in one slot, the one whose INCR answers 1 waits for it; a taker that died "
+        "before its first look is taken over in a later slot.",
     ),
     KeyKind(
         "debounce-cuts",

@@ -113,6 +113,10 @@ def test_deaths_and_failing_rendezvous_never_run_an_event_twice(graphs: Path) ->
     args = ["--debounce", "debounce", "--callers", "3-10", "--crashes", "1-2", *STALLS]
     summary = explore(graphs, schedules(500), *args, "--redis-faults", "0.03", seed=1201)
     assert set(summary["violations_by_kind"]) <= {"event lost"}, report(summary)
+    for v in summary["violations"]:
+        # A Debounce Ran that failed after its INCR reached Redis is a death in the body too.
+        dead = {d.split("#")[0] for d in v["deaths"]}
+        assert dead & (BODY_BEGUN | {"Debounce Ran failed"}), report(summary)
     assert summary["outcomes"]["crashed"] > 0 and summary["outcomes"]["failed"] > 0
     assert summary["events"]["recovered_bursts"] > 0, summary["events"]
 
@@ -201,6 +205,29 @@ def test_a_runner_that_dies_between_its_cut_and_its_pass_loses_no_event(
     """c0 cuts the burst of c0 and c1 and dies before `site`; c2, 12 s later, finds the watch
     stale, takes the burst over, finishes c0's cut (the list's first entry) and runs it."""
     assert lost(graphs, _replay(site)) == []
+
+
+# A taker that dies between its take-over INCR and its first look: the watch stays as stale as
+# it was. Keyed by the stale watch alone (`:take:<s>:<at>`), every later event met the dead
+# taker's INCR, was buffered, and the key stopped for its day (found by reading, missed by the
+# crash tests: without stalls nobody takes over). Now the take key names the event's 6 s slot,
+# and the key's next event in a later slot (here the sweeper, 7 s after the last execution
+# ended) takes the burst over again.
+TAKER_DIES = ["Debounce Took?", "Debounce Watch", "Debounce Beacon"]
+
+
+@pytest.mark.parametrize("site", TAKER_DIES)
+def test_a_taker_that_dies_before_its_first_look_is_taken_over_in_turn(
+    graphs: Path, site: str
+) -> None:
+    """c0 (the burst's waiter) dies right before its cut, c2 takes the stale burst over 12 s
+    later and dies before `site`; the sweeper takes it over again and runs all three."""
+    spec = _replay("Debounce Cut")
+    spec["crashes"].append(_site(2, site))
+    summary = _run(graphs, ["--debounce", "debounce", "--replay", json.dumps(spec)])
+    assert summary["replay_violations"] == [], summary["replay_violations"]
+    bodies = [r["value"].split(" (")[0] for r in summary["trace"] if r.get("op") == "body"]
+    assert bodies == ["c0#1 c1#2 c2#3 sweep-a#4"], bodies
 
 
 def test_only_a_death_after_the_body_began_loses_events(graphs: Path) -> None:
