@@ -25,8 +25,9 @@ from click.testing import CliRunner, Result
 from n8n_lockkit.cli import main
 from n8n_lockkit.workspace.envconfig import load_env
 from n8n_lockkit.workspace.layout import Workspace
-from testbed.client import OWNER
+from testbed.client import OWNER, saved_executions
 from testbed.endpoints import N8nInstance
+from testbed.process import live_processes
 
 CALLERS = Path(__file__).parent / "workflows"
 API_KEY_VARIABLE = "N8NLOCK_E2E_API_KEY"
@@ -92,12 +93,44 @@ class LockBed:
 
     def webhook(self, path: str, body: dict[str, Any], timeout: float = 180.0) -> Call:
         start = time.monotonic()
-        response = requests.post(f"{self.n8n.base_url}/webhook/{path}", json=body, timeout=timeout)
+        try:
+            response = requests.post(
+                f"{self.n8n.base_url}/webhook/{path}", json=body, timeout=timeout
+            )
+        except requests.exceptions.ReadTimeout as unanswered:
+            # A caller never answered is a defect (ours or n8n's): say where its execution is.
+            raise AssertionError(
+                f"POST /webhook/{path} {json.dumps(body)}: no answer in {timeout:.0f} s\n"
+                + self.unfinished_report()
+            ) from unanswered
         try:
             payload = response.json()
         except ValueError:
             payload = response.text
         return Call(response.status_code, payload, time.monotonic() - start)
+
+    def unfinished_report(self) -> str:
+        """The executions n8n has not finished (their last node) and the tail of every test-bed
+        process's log: what a hung caller's report needs."""
+        lines = []
+        for status in ("running", "waiting"):
+            try:
+                found = saved_executions(self.n8n, None, status=status, page_size=50)
+            except (requests.RequestException, ValueError) as failed:
+                lines.append(f"executions {status}: not read ({failed})")
+                continue
+            for execution in found[:20]:
+                result = (execution.get("data") or {}).get("resultData") or {}
+                lines.append(
+                    f"execution {execution.get('id')} of workflow {execution.get('workflowId')}: "
+                    f"{status} since {execution.get('startedAt')}, last node "
+                    f"{result.get('lastNodeExecuted')!r}"
+                )
+        for process in live_processes():
+            tail = process.log_path.read_text(errors="replace").splitlines()[-25:]
+            lines.append(f"--- {process.name} ({process.log_path}), last lines:")
+            lines.extend(tail)
+        return "\n".join(lines)
 
     def lock(self, scope: str, **body: Any) -> Call:
         body = {"ttl": 60, "max_wait": 60, "hold_ms": 10, **body, "scope": scope}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
 
-from testbed.client import N8nClient
+from testbed.client import N8nClient, saved_executions
 from testbed.endpoints import N8nInstance
 from testbed.process import live_processes
 from testbed.workflows import counter_workflow
+from tests.e2e.lockbed import LockBed, wait_until
 
 CALLS = 10
 
@@ -39,3 +41,24 @@ def test_started_processes_are_tracked_for_teardown(n8n: N8nInstance) -> None:
         pytest.skip("only the local backend starts processes itself")
     names = sorted(p.name.split()[0] for p in live_processes() if p.is_alive())
     assert names == ["n8n", "redis-server"]
+
+
+def test_a_caller_never_answered_is_reported_with_the_executions_n8n_has_not_finished(
+    lockbed: LockBed, unique_name: str
+) -> None:
+    """A webhook call that times out (a queue-mode CI run once waited 180 s for a rate-limit
+    caller) fails with what n8n was still running and the test bed's log tails, not with
+    urllib3's traceback alone."""
+    body = {"scope": unique_name, "ttl": 60, "max_wait": 60, "hold_ms": 5000}
+    with pytest.raises(AssertionError) as unanswered:
+        lockbed.webhook("e2e-lock", body, timeout=2)
+    report = str(unanswered.value)
+    assert report.startswith(f"POST /webhook/e2e-lock {json.dumps(body)}: no answer in 2 s")
+    assert f"workflow {lockbed.workflow_id('e2e_lock_caller')}: running since" in report, report
+    assert "last lines:" in report, report
+    workflow = lockbed.workflow_id("e2e_lock_caller")
+
+    def ended() -> bool:
+        return not saved_executions(lockbed.n8n, workflow, status="running", with_data=False)
+
+    wait_until(ended, 30, "the caller's execution ends (its 5 s hold)")
