@@ -65,6 +65,19 @@ LOOK_WINDOW = 6
 # The park's backstop ("Limit Wait Time"): a lost resume costs this at most; a waiter parked
 # longer wakes, looks and parks again (3 node executions a minute, 2 of them Redis).
 PARK_LIMIT_S = 60
+# ... but PARK_NEAR_LIMIT_S for a waiter at most PARK_NEAR_AHEAD places back when it parks: after
+# an n8n crash the awake waiters died with the process and nothing resumes the parked ones but
+# their backstops. n8n's WaitTracker loads every wait due within 70 s when it starts, so a
+# near waiter's short backstop has fired by the time n8n is ready (or fires soon after), and it
+# heals the line (passes the dead, wakes the one behind). In steady state the WaitTracker looks
+# every 60 s, so a backstop under 60 s fires up to 60 s late (never later than PARK_LIMIT_S
+# would); it costs a look and a park per backstop, for two or three waiters per line.
+PARK_NEAR_AHEAD = 3
+PARK_NEAR_LIMIT_S = 10
+# A waiter woken by its backstop stays awake this long before it parks again (decide.js), and
+# looks no more often than every PARK_BACKSTOP_LOOK_MS meanwhile (unless it is next in line).
+PARK_BACKSTOP_AWAKE_MS = 3000
+PARK_BACKSTOP_LOOK_MS = 500
 # Not when its turn is nearer than a resume takes to start the run (0.2-0.3 s on n8n 2.x): it
 # would be late. Every waiter awake beyond the next in line holds a slot, so no more than that.
 PARK_AFTER_MS = 300
@@ -83,6 +96,10 @@ PARK_REFUSALS = 10
 RESUME_TIMEOUT_MS = 10000
 PARK_TUNING = {
     "park_limit_s": PARK_LIMIT_S,
+    "park_near_ahead": PARK_NEAR_AHEAD,
+    "park_near_limit_s": PARK_NEAR_LIMIT_S,
+    "park_backstop_awake_ms": PARK_BACKSTOP_AWAKE_MS,
+    "park_backstop_look_ms": PARK_BACKSTOP_LOOK_MS,
     "park_after_ms": PARK_AFTER_MS,
     "wake_parked_ms": WAKE_PARKED_MS,
     "parked_grace_ms": PARKED_GRACE_MS,

@@ -70,6 +70,9 @@ FIRST_SLEEP_SECONDS = 3.0
 BOUND_SECONDS = 30.0  # issue 33: from n8n ready to the new caller's body
 DEAD = range(2, WAITERS + 2)  # the waiters' tickets (the holder drew 1)
 NEW_CALLER = WAITERS + 1  # its `who`
+# With --park the next in line waits awake and wakes the one behind it ahead of its turn (it
+# stays awake): the rest park.
+PARKED = WAITERS - 2
 
 
 @dataclass
@@ -77,6 +80,7 @@ class CrashBed:
     n8n: RestartableN8n
     bed: LockBed
     key: str  # the wrapped workflow's key, also its webhook path
+    park_key: str  # the same body wrapped with --park as well
 
     def workflow_id(self, key: str) -> str:
         return str(load_env(Workspace(self.bed.root), "e2e").data["workflows"][key]["id"])
@@ -97,15 +101,17 @@ def crash_bed(
         n8n = deploy_restartable_n8n(testbed_backend, stack, version, redis_endpoint, workdir)
         if n8n is None:
             pytest.skip(f"the {testbed_backend.name} backend's n8n is not ours to kill")
-        key = f"crash_{uuid.uuid4().hex[:6]}"
-        root = wrapped_workspace(workdir / "ws", n8n.instance, key)
+        tag = uuid.uuid4().hex[:6]
+        key, park_key = f"crash_{tag}", f"crashpark_{tag}"
+        root = wrapped_workspace(workdir / "ws", n8n.instance, {key: [], park_key: ["--park"]})
         client = redis.Redis.from_url(redis_endpoint.url, decode_responses=True)
         stack.callback(client.close)
-        yield CrashBed(n8n, LockBed(root, n8n.instance, client), key)
+        yield CrashBed(n8n, LockBed(root, n8n.instance, client), key, park_key)
 
 
-def wrapped_workspace(root: Path, n8n: N8nInstance, key: str) -> Path:
-    """init → cleanup handler → the engine tests' body wrapped as `key` → push, by n8nlock.
+def wrapped_workspace(root: Path, n8n: N8nInstance, wrapped: dict[str, list[str]]) -> Path:
+    """init → cleanup handler → the engine tests' body wrapped as each key of `wrapped` (with
+    its extra flags) → push, by n8nlock.
 
     The API key is set only meanwhile: the session's workspace names another n8n's key in the
     same variable."""
@@ -113,13 +119,14 @@ def wrapped_workspace(root: Path, n8n: N8nInstance, key: str) -> Path:
         patch.setenv(API_KEY_VARIABLE, n8n.api_key)
         init_workspace(root, n8n, [])
         run_cli(root, "create-lock", "--include-error-handler")
-        template = root / "workflows" / f"{key}.template.json"
-        template.write_text(json.dumps(engine_workflow(key), indent=2))
-        run_cli(
-            root, "add-lock-to-workflow", "--workflow-key", key,
-            "--scope-expression", "={{ $json.body.scope }}",
-            "--max-wait-seconds", str(MAX_WAIT_SECONDS), "--lock-on-error",
-        )  # fmt: skip
+        for key, flags in wrapped.items():
+            template = root / "workflows" / f"{key}.template.json"
+            template.write_text(json.dumps(engine_workflow(key), indent=2))
+            run_cli(
+                root, "add-lock-to-workflow", "--workflow-key", key,
+                "--scope-expression", "={{ $json.body.scope }}",
+                "--max-wait-seconds", str(MAX_WAIT_SECONDS), "--lock-on-error", *flags,
+            )  # fmt: skip
         run_cli(root, "validate", "--env", "e2e")
         run_cli(root, "push", "--env", "e2e", "--activate")
     return root
@@ -135,6 +142,20 @@ def _post(bed: LockBed, key: str, scope: str, who: int, hold_ms: int) -> tuple[i
     except requests.RequestException as exc:
         return 0, type(exc).__name__
     return response.status_code, response.text[:300]
+
+
+def _until_parked(crash: CrashBed, key: str, count: int, timeout: float = 30) -> None:
+    """Until all but `count` of the holder and its waiters have left n8n's running executions:
+    parked (1.123.81's public API lists no execution as waiting, so they are counted so)."""
+    workflow, seen = crash.workflow_id(key), []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = saved_executions(crash.bed.n8n, workflow, status="running", with_data=False)
+        seen.append(len(running))
+        if seen[-1] == WAITERS + 1 - count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{count} parked: not after {timeout:g} s (running: {seen[-8:]})")
 
 
 def _started(bed: LockBed, scope: str) -> dict[int, Body]:
@@ -199,10 +220,11 @@ class Run:
     new_caller: tuple[int, str]
 
 
-def crash_with_a_full_line(crash: CrashBed, scope: str) -> Run:
-    """Caller 0 in its body, 10 callers in line behind it, each past its first sleep; kill n8n,
+def crash_with_a_full_line(crash: CrashBed, scope: str, *, parked: bool = False) -> Run:
+    """Caller 0 in its body, 10 callers in line behind it, each past its first sleep (`parked`:
+    the workflow wrapped with --park, and every waiter but the next two in line parked); kill n8n,
     start it again and, once the webhook answers, call once more."""
-    bed, key = crash.bed, crash.key
+    bed, key = crash.bed, crash.park_key if parked else crash.key
     api = N8nClient(bed.n8n)
     pool = ThreadPoolExecutor(WAITERS + 1, thread_name_prefix="crash-caller")
     try:
@@ -212,7 +234,10 @@ def crash_with_a_full_line(crash: CrashBed, scope: str) -> Run:
         wait_until(
             lambda: tickets_drawn(bed.redis, scope) == WAITERS + 1, 30, "every waiter's ticket"
         )
-        time.sleep(FIRST_SLEEP_SECONDS)
+        if parked:
+            _until_parked(crash, key, PARKED)
+        else:
+            time.sleep(FIRST_SLEEP_SECONDS)
         running = saved_executions(
             bed.n8n, crash.workflow_id(key), status="running", with_data=False
         )
@@ -270,14 +295,8 @@ def test_a_new_caller_enters_within_30_s_of_n8n_ready_after_a_crash_with_a_holde
     handled = _handled(crash)
     report = json.dumps(
         {
-            "n8n": bed.n8n.version,
+            **_timings(bed, run, entered),
             "dead_tickets": len(DEAD),
-            "ready_after_restart_s": round(run.ready_seconds, 1),
-            "webhook_live_after_ready_s": round(run.live_seconds, 1),
-            "new_caller_body_after_ready_s": None if entered is None else round(entered, 1),
-            "new_caller": run.new_caller,
-            "answers_before_kill": sorted({status for status, _ in run.answers}),
-            "running_at_kill": len(run.in_flight),
             "indexed_at_kill": run.indexed_at_kill,
             "gone_marks_when_live": run.gone_when_live,
             "holder_record_when_live": run.holder_when_live,
@@ -300,6 +319,62 @@ def test_a_new_caller_enters_within_30_s_of_n8n_ready_after_a_crash_with_a_holde
     assert holder is not None and holder.get("released") is True, report
     assert stat(bed, "healed", run.scope) == 1, report  # the cleanup handler, not an operator
     assert entered < BOUND_SECONDS, report
+
+
+def test_a_parked_line_after_a_crash_serves_its_parked_waiters_and_a_new_caller_within_30_s(
+    crash_bed: CrashBed, unique_name: str
+) -> None:
+    """The same crash with the workflow wrapped with --park as well: the next two in line wait
+    awake and die with n8n; the 8 behind them are parked, in n8n's database, and survive. Nothing
+    is awake to resume them after the restart but their backstops: before the short backstop
+    near the front (engine.PARK_NEAR_LIMIT_S), the first fired 60 s after its park, about 45 s
+    after n8n was ready. Must hold:
+    - every parked waiter is served after the restart (its body runs once), one body at a time,
+      and the new caller, behind them all, comes last;
+    - the new caller's body starts within 30 s of n8n being ready;
+    - the holder's lock was freed by the cleanup handler, with no operator command."""
+    crash, bed = crash_bed, crash_bed.bed
+    run = crash_with_a_full_line(crash, f"crashpark-{unique_name}", parked=True)
+    bodies = _started(bed, run.scope)
+    entered = bodies[NEW_CALLER].start / 1000 - run.ready_at if NEW_CALLER in bodies else None
+    served = sorted(w for w in bodies if w not in (0, NEW_CALLER))
+    holder = _record(bed.redis, run.scope, 1)
+    report = json.dumps(
+        {
+            **_timings(bed, run, entered),
+            "served_after_ready_s": {
+                w: round(bodies[w].start / 1000 - run.ready_at, 1) for w in served
+            },
+            "holder_released_after_ready_s": _after(holder, run.ready_at),
+            "healed": stat(bed, "healed", run.scope),
+        },
+        default=str,
+    )
+    print(report)
+    assert len(run.in_flight) == 3, report  # the holder and the next two in line were awake
+    assert all(status == 0 for status, _ in run.answers), report
+    assert run.new_caller[0] == 200 and entered is not None, report
+    assert len(served) == PARKED, report
+    assert all(bodies[w].start >= run.ready_at * 1000 - 1000 for w in served), report
+    assert max(bodies[w].start for w in served) < bodies[NEW_CALLER].start, report
+    spans = [(b.start, b.end or int(run.killed_at * 1000)) for b in bodies.values()]
+    assert most_at_once(spans) == 1, report
+    assert holder is not None and holder.get("released") is True, report
+    assert stat(bed, "healed", run.scope) == 1, report
+    assert entered < BOUND_SECONDS, report
+
+
+def _timings(bed: LockBed, run: Run, entered: float | None) -> dict[str, Any]:
+    """The report's common part: how long n8n took to come back, what the callers got."""
+    return {
+        "n8n": bed.n8n.version,
+        "ready_after_restart_s": round(run.ready_seconds, 1),
+        "webhook_live_after_ready_s": round(run.live_seconds, 1),
+        "new_caller_body_after_ready_s": None if entered is None else round(entered, 1),
+        "new_caller": run.new_caller,
+        "answers_before_kill": sorted({status for status, _ in run.answers}),
+        "running_at_kill": len(run.in_flight),
+    }
 
 
 def _after(record: dict[str, Any] | None, ready_at: float) -> float | None:

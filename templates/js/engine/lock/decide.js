@@ -140,6 +140,12 @@ out.dead_listings = before !== null && before.dead_listings ? before.dead_listin
 const alive = (k) => parkedAt(k) !== null && !out.dead_listings.includes(k);
 out.refusals = before !== null && before.refusals ? before.refusals : 0;
 out.awake = (before !== null && before.awake === true) || resumed;
+// Woken by its backstop, not resumed: it stays awake PARK_BACKSTOP_AWAKE_MS before it parks
+// again. After an n8n crash the WaitTracker resumes every parked waiter whose backstop passed
+// at once, as n8n gets ready, while the recovery's cleanup handler is still freeing the
+// holder; one that parked again at once would wait for the WaitTracker's next look (60 s).
+out.backstop_at = unparked && !resumed ? now : before !== null && before.backstop_at ? before.backstop_at : null;
+const backstopped = out.backstop_at !== null && now - out.backstop_at < << park_backstop_awake_ms >>;
 out.registered = before !== null && before.registered === t ? t : null;
 const staleListing = unparked || (before !== null && before.stale_listing === true);
 out.stale_listing = out.registered !== null && staleListing;
@@ -393,9 +399,18 @@ const sleepMs = wakeMs > << min_poll_ms >>
 // And always behind a parked waiter: an awake waiter behind a parked one would hold a slot
 // the parked one needs to resume (n8n queues a resumed run for a slot like any other); with
 // the instance full of such waiters, nobody moves until the backstop.
+// A holder that has outlasted its average may well hold as long again: expectedMs counts it
+// as leaving any moment (right for the next in line's looks), so behind a long first hold on a
+// fresh scope (no average yet) or an overrun the line would wait awake, holding slots, for as
+// long as the holder holds.
 let parkedAhead = false;
 for (let k = head + N; k < t; k += N) if (alive(k)) parkedAhead = true;
-const parkable = ahead >= 2 && (parkedAhead || (!out.awake && expectedMs > << park_after_ms >>));
+const heldMs = holding && meta ? now - meta.locked_ms : 0;
+const parkExpectedMs = heldMs > averageMs ? heldMs + (ahead - 1) * turnMs : expectedMs;
+// Nor while the head is quiet (it holds nothing yet): it is about to enter, or it died, and
+// a waiter that watches it awake passes it, with the dead behind it, after the grace (after an
+// n8n crash, the awake waiters died and the first parked one to wake must heal the line).
+const parkable = ahead >= 2 && (parkedAhead || (!out.awake && !quiet && !backstopped && parkExpectedMs > << park_after_ms >>));
 const waiting = { ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
 const listing = (url, ttl) => ({ ...waiting, state: 'queue', listed: true, sleep_seconds: 0.01, queue: { key: `${ctx.base}<< keys.park >>${t}`, value: url, ttl } });
 // The next in line (or a head that waits for the one before it to leave) resumes the parked
@@ -409,9 +424,10 @@ let next;
 // A waiter back from a park lists itself anew before it parks again: its listing's new time
 // tells the waiter ahead to wake it again.
 if (parkable && (out.registered === null || out.stale_listing)) next = { ...listing(`${now} ${ctx.resume_url}`, << park_limit_s >> + 60), registered: t, stale_listing: false };
-else if (parkable) next = { ...waiting, state: 'park', park_seconds: Math.max(1, Math.min(<< park_limit_s >>, Math.ceil((ctx.deadline_ms - now) / 1000) + 1)) };
+// The backstop: short near the front, where a crash leaves nobody awake to resume (engine.py).
+else if (parkable) next = { ...waiting, state: 'park', park_seconds: Math.max(1, Math.min(ahead <= << park_near_ahead >> ? << park_near_limit_s >> : << park_limit_s >>, Math.ceil((ctx.deadline_ms - now) / 1000) + 1)) };
 else if (out.registered !== null) next = { ...listing('', 1), registered: null, stale_listing: false };
-else next = sleep(waiting, beacon);
+else next = sleep(backstopped && ahead >= 2 ? { ...waiting, sleep_seconds: Math.max(waiting.sleep_seconds, << park_backstop_look_ms >> / 1000) } : waiting, beacon);
 return target !== null && parkedAt(target) !== null ? wakeThen(target, next) : next;
 <% else %>
 return sleep({ ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) }, beacon);
