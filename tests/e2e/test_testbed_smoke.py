@@ -53,10 +53,10 @@ def test_a_caller_never_answered_is_reported_with_the_executions_n8n_has_not_fin
     with pytest.raises(AssertionError) as unanswered:
         lockbed.webhook("e2e-lock", body, timeout=2)
     report = str(unanswered.value)
-    assert report.startswith(f"POST /webhook/e2e-lock {json.dumps(body)}: no answer in 2 s")
-    assert f"workflow {lockbed.workflow_id('e2e_lock_caller')}: running since" in report, report
-    assert "last lines:" in report, report
     workflow = lockbed.workflow_id("e2e_lock_caller")
+    assert report.startswith(f"POST /webhook/e2e-lock {json.dumps(body)}: no answer in 2 s")
+    assert f"workflow {workflow}: running since" in report, report
+    assert "last lines:" in report, report
 
     def ended() -> bool:
         return not saved_executions(lockbed.n8n, workflow, status="running", with_data=False)

@@ -399,12 +399,12 @@ const sleepMs = wakeMs > << min_poll_ms >>
 // And always behind a parked waiter: an awake waiter behind a parked one would hold a slot
 // the parked one needs to resume (n8n queues a resumed run for a slot like any other); with
 // the instance full of such waiters, nobody moves until the backstop.
+let parkedAhead = false;
+for (let k = head + N; k < t; k += N) if (alive(k)) parkedAhead = true;
 // A holder that has outlasted its average may well hold as long again: expectedMs counts it
 // as leaving any moment (right for the next in line's looks), so behind a long first hold on a
 // fresh scope (no average yet) or an overrun the line would wait awake, holding slots, for as
 // long as the holder holds.
-let parkedAhead = false;
-for (let k = head + N; k < t; k += N) if (alive(k)) parkedAhead = true;
 const heldMs = holding && meta ? now - meta.locked_ms : 0;
 const parkExpectedMs = heldMs > averageMs ? heldMs + (ahead - 1) * turnMs : expectedMs;
 // Nor while the head is quiet (it holds nothing yet): it is about to enter, or it died, and
