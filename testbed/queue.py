@@ -33,6 +33,8 @@ ENCRYPTION_KEY = "n8nlock-test-bed-queue-mode"
 # n8n's defaults, set explicitly because tests derive the time to detect a dead worker from them.
 BULL_LOCK_MS = 60_000
 BULL_STALLED_INTERVAL_MS = 30_000
+# Finished Bull jobs kept, far more than the executions a test bed runs at once.
+KEEP_LAST_JOBS = 1000
 _STARTED = re.compile(r"Worker started execution (\d+) \(job")
 
 
@@ -46,6 +48,12 @@ def queue_settings(bull: RedisEndpoint, postgres: PostgresEndpoint) -> dict[str,
         "N8N_ENCRYPTION_KEY": ENCRYPTION_KEY,
         "QUEUE_WORKER_LOCK_DURATION": str(BULL_LOCK_MS),
         "QUEUE_WORKER_STALLED_INTERVAL": str(BULL_STALLED_INTERVAL_MS),
+        # n8n 2.x removes a finished job from Bull at once by default; main then never hears of
+        # a job that ended before it began to watch (Bull's job.finished() race, OptimalBits/
+        # bull#1906) and its webhook caller is never answered. Keeping the last jobs closes it
+        # (docs/queue-mode.md). n8n 1.x hard-codes the removal and has no such setting.
+        "N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED": str(KEEP_LAST_JOBS),
+        "N8N_EXECUTIONS_QUEUE_KEEP_LAST_FAILED": str(KEEP_LAST_JOBS),
         **postgres.n8n_env(),
     }
     if bull.password:

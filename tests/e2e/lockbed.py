@@ -10,6 +10,7 @@ The sink (`e2e-sink-<scope>`, a Redis list) does not depend on the lock.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import uuid
@@ -97,12 +98,12 @@ class LockBed:
             response = requests.post(
                 f"{self.n8n.base_url}/webhook/{path}", json=body, timeout=timeout
             )
-        except requests.exceptions.ReadTimeout as unanswered:
+        except requests.exceptions.ReadTimeout:
             # A caller never answered is a defect (ours or n8n's): say where its execution is.
-            raise AssertionError(
-                f"POST /webhook/{path} {json.dumps(body)}: no answer in {timeout:.0f} s\n"
-                + self.unfinished_report()
-            ) from unanswered
+            # CI keeps the head and the tail of a failure's output, so the chained urllib3
+            # traceback is dropped and the report ends with what matters most.
+            headline = f"POST /webhook/{path} {json.dumps(body)}: no answer in {timeout:.0f} s"
+            raise AssertionError(f"{headline}\n{self.unfinished_report()}\n{headline}") from None
         try:
             payload = response.json()
         except ValueError:
@@ -110,26 +111,30 @@ class LockBed:
         return Call(response.status_code, payload, time.monotonic() - start)
 
     def unfinished_report(self) -> str:
-        """The executions n8n has not finished (their last node) and the tail of every test-bed
-        process's log: what a hung caller's report needs."""
+        """The tail of every test-bed process's log, then what n8n has not finished: the
+        executions it lists as running or waiting (with their last node) and, in queue mode,
+        the ones main enqueued but heard no end of (and whether a worker finished them)."""
         lines = []
+        logs = {process.name: process.log_path for process in live_processes()}
+        for name, log_path in sorted(logs.items(), key=lambda item: item[0].startswith("n8n")):
+            lines.append(f"--- {name} ({log_path}), last lines:")
+            lines.extend(log_path.read_text(errors="replace").splitlines()[-12:])
+        lines.extend(unheard_jobs({name: path.read_text(errors="replace")
+                                   for name, path in logs.items()}))  # fmt: skip
         for status in ("running", "waiting"):
             try:
                 found = saved_executions(self.n8n, None, status=status, page_size=50)
             except (requests.RequestException, ValueError) as failed:
                 lines.append(f"executions {status}: not read ({failed})")
                 continue
+            lines.append(f"executions {status}: {len(found)}")
             for execution in found[:20]:
                 result = (execution.get("data") or {}).get("resultData") or {}
                 lines.append(
-                    f"execution {execution.get('id')} of workflow {execution.get('workflowId')}: "
-                    f"{status} since {execution.get('startedAt')}, last node "
+                    f"  execution {execution.get('id')} of workflow {execution.get('workflowId')}: "
+                    f"since {execution.get('startedAt')}, last node "
                     f"{result.get('lastNodeExecuted')!r}"
                 )
-        for process in live_processes():
-            tail = process.log_path.read_text(errors="replace").splitlines()[-25:]
-            lines.append(f"--- {process.name} ({process.log_path}), last lines:")
-            lines.extend(tail)
         return "\n".join(lines)
 
     def lock(self, scope: str, **body: Any) -> Call:
@@ -164,6 +169,26 @@ class LockBed:
         response.raise_for_status()
         executions: list[dict[str, Any]] = response.json()["data"]
         return executions
+
+
+def unheard_jobs(logs: dict[str, str]) -> list[str]:
+    """In queue mode: the executions main enqueued but logged no end of, and for each the
+    workers' last word on it. Empty in regular mode (main logs no "Enqueued")."""
+    enqueued: set[str] = set()
+    ended: set[str] = set()
+    worker_said: dict[str, str] = {}
+    for name, text in logs.items():
+        enqueued.update(re.findall(r"Enqueued execution (\d+)", text))
+        ended.update(re.findall(r"^Execution (\d+) \(job \d+\) (?:finished|failed)", text, re.M))
+        for verb, execution in re.findall(r"Worker (started|finished) execution (\d+)", text):
+            worker_said[execution] = f"{name}: {verb}"
+    unheard = sorted(enqueued - ended, key=int)
+    if not enqueued:
+        return []
+    return [f"queue: {len(enqueued)} enqueued, {len(unheard)} with no end heard by main"] + [
+        f"  execution {execution}: worker {worker_said.get(execution, 'never started it')}"
+        for execution in unheard[:20]
+    ]
 
 
 def stop_execution(n8n: N8nInstance, execution_id: str) -> None:
