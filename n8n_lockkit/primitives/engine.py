@@ -207,6 +207,7 @@ def _scripts(
         context=context,
         drawn=f"{c.ref('Lock Take Ticket')}.all()",
         **previous,
+        **parked,
         **tuning,
     )
     verify = templating.call("engine/lock/verify", decision=decision)

@@ -426,7 +426,9 @@ let next;
 if (parkable && (out.registered === null || out.stale_listing)) next = { ...listing(`${now} ${ctx.resume_url}`, << park_limit_s >> + 60), registered: t, stale_listing: false };
 // The backstop: short near the front, where a crash leaves nobody awake to resume (engine.py).
 else if (parkable) next = { ...waiting, state: 'park', park_seconds: Math.max(1, Math.min(ahead <= << park_near_ahead >> ? << park_near_limit_s >> : << park_limit_s >>, Math.ceil((ctx.deadline_ms - now) / 1000) + 1)) };
-else if (out.registered !== null) next = { ...listing('', 1), registered: null, stale_listing: false };
+// Its listing emptied, it sleeps as it would have: nothing needs a look right after (a look
+// that owes a beacon looks at once, so that the waiters behind see it alive).
+else if (out.registered !== null) next = { ...listing('', 1), registered: null, stale_listing: false, sleep_seconds: beacon ? 0.01 : waiting.sleep_seconds };
 else next = sleep(backstopped && ahead >= 2 ? { ...waiting, sleep_seconds: Math.max(waiting.sleep_seconds, << park_backstop_look_ms >> / 1000) } : waiting, beacon);
 return target !== null && parkedAt(target) !== null ? wakeThen(target, next) : next;
 <% else %>

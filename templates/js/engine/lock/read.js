@@ -62,7 +62,16 @@ sleepFirstMs = null;
 // ticket did).
 const turnedAway = ctx.on_busy === 'skip' || ctx.on_busy === 'buffer-one';
 const named = lastOut >= 1 || (turnedAway && (entered || fastValue === ticket));
+<% if park %>
+// Back from a park that the waiter ahead resumed (the next in line, or a head waiting for the
+// one before it to leave): the head is at most two places ahead, where the park's own look saw
+// it far back. (A wrong guess costs one more look: decide.js reads again what it lacks.)
+const park = before !== null && before.state === 'park' && << parked >>.isExecuted ? << parked >>.first().json : null;
+const resumed = park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === ticket;
+const guess = resumed ? Math.max(before.head, ticket - 2 * N) : before ? before.head : (N === 1 && named && lastOut < ticket ? lastOut + 1 : ticket - N);
+<% else %>
 const guess = before ? before.head : (N === 1 && named && lastOut < ticket ? lastOut + 1 : ticket - N);
+<% endif %>
 // Tickets start at 1: there is nothing to read below (a new scope's first look reads 4 keys).
 const window = guess - N >= 1 ? [guess - N] : [];
 // A buffer-one caller reads every ticket between the head and its own (up to a bound): it
