@@ -117,17 +117,35 @@ def costs(bed: Bed, workflow_id: str, scope: str) -> dict[str, Any]:
     redis_runs = 0
     waited_s = 0.0
     parks = 0
+    by_node: dict[str, int] = {}
+    least_wait: tuple[float, int] | None = None  # the caller that waited least: its Redis runs
+    served: list[tuple[float, int, int]] = []  # body start, ticket, who (the call's place)
     for run in runs:
         data = run["data"]["resultData"]["runData"]
+        place = _served(data)
+        if place is not None:
+            served.append(place)
+        own = 0
         for name, tasks in data.items():
             if name.startswith("Lock ") and tasks and _is_redis(run, name):
-                redis_runs += len(tasks)
+                own += len(tasks)
+                by_node[name] = by_node.get(name, 0) + len(tasks)
             if name == "Lock Park":
                 parks += len(tasks)
+        redis_runs += own
         first = min(t["startTime"] for tasks in data.values() for t in tasks)
         body = data.get("Mark Start")
         if body:
-            waited_s += max(0.0, (_ms(body[0]["startTime"]) - _ms(first)) / 1000)
+            waited = max(0.0, (_ms(body[0]["startTime"]) - _ms(first)) / 1000)
+            waited_s += waited
+            if least_wait is None or waited < least_wait[0]:
+                least_wait = (waited, own)
+    # What waiting adds: the runs beyond those of a caller that found the scope free.
+    floor = least_wait[1] if least_wait else 0
+    served.sort()
+    tickets = [ticket for _, ticket, _ in served]
+    calls = [who for _, _, who in sorted(served, key=lambda s: s[1])]
+    added = redis_runs - floor * len(runs)
     return {
         "executions": len(runs),
         "redis_node_runs": redis_runs,
@@ -135,7 +153,31 @@ def costs(bed: Bed, workflow_id: str, scope: str) -> dict[str, Any]:
         "redis_per_waiter_second": round(redis_runs / waited_s, 3) if waited_s else None,
         "redis_per_caller": round(redis_runs / len(runs), 1) if runs else None,
         "parks": parks,
+        "redis_runs_by_node": dict(sorted(by_node.items(), key=lambda item: -item[1])),
+        "redis_runs_uncontended": floor,
+        "redis_added_per_waiter_second": round(added / waited_s, 3) if waited_s else None,
+        # FIFO: the bodies' order against their tickets', and the tickets' against the calls'
+        # (callers called `--gap-ms` apart): pairs out of order.
+        "bodies_out_of_ticket_order": _inversions(tickets),
+        "tickets_out_of_call_order": _inversions(calls),
     }
+
+
+def _served(data: dict[str, Any]) -> tuple[float, int, int] | None:
+    """When the body began, the ticket it entered with and the caller's `who`."""
+    body, decided, hook = data.get("Mark Start"), data.get("Lock Decide"), data.get("Webhook")
+    if not (body and decided and hook):
+        return None
+    try:
+        ticket = next(o for o in decided[-1]["data"]["main"] if o)[0]["json"]["ticket"]
+        who = hook[0]["data"]["main"][0][0]["json"]["body"]["who"]
+    except (KeyError, IndexError, StopIteration, TypeError):
+        return None
+    return _ms(body[0]["startTime"]), int(ticket), int(who)
+
+
+def _inversions(values: list[int]) -> int:
+    return sum(1 for i, a in enumerate(values) for b in values[i + 1 :] if a > b)
 
 
 def _is_redis(run: dict[str, Any], name: str) -> bool:
@@ -178,6 +220,24 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 f"| {r['n8n']} | {design} | {d['ok']}/{args.callers} | {d['wall_s']} | "
                 f"{d['redis_per_caller']} | {d['waiter_seconds']} | "
                 f"{d['redis_per_waiter_second']} | {d['parks']} | {d['rss_per_waiter_kib']} |"
+            )
+    lines += [
+        "",
+        "Where the Redis node runs go (all callers; an uncontended caller's own runs first, and "
+        "the runs waiting adds beyond them per waiter-second):",
+        "",
+        "| n8n | design | uncontended caller | added per waiter-second | runs by node | "
+        "bodies out of ticket order / tickets out of call order (pairs) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for design in args.designs:
+            d = r[design]
+            nodes = ", ".join(f"{k} {v}" for k, v in d["redis_runs_by_node"].items())
+            lines.append(
+                f"| {r['n8n']} | {design} | {d['redis_runs_uncontended']} | "
+                f"{d['redis_added_per_waiter_second']} | {nodes} | "
+                f"{d['bodies_out_of_ticket_order']} / {d['tickets_out_of_call_order']} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -235,3 +235,23 @@ def test_a_lock_labelled_after_its_trigger_is_read_like_the_only_one() -> None:
     assert figures.holder(call, subs={}) == figures.v2_holder(
         v2_execution("4", ticket=9, at=0, entered=500, looks=2)
     )
+
+
+def test_the_parked_line_bench_reads_each_body_s_place_and_counts_pairs_out_of_order() -> None:
+    from bench import park_line
+
+    def task(start: float, out: Json) -> Json:
+        return {"startTime": start, "data": {"main": [[{"json": out}]]}}
+
+    run = {
+        "Webhook": [task(0, {"body": {"who": 7}})],
+        "Lock Decide": [
+            task(1, {"state": "park", "ticket": 9}),
+            task(5, {"state": "enter", "ticket": 9}),
+        ],
+        "Mark Start": [task(6, {})],
+    }
+    assert park_line._served(run) == (6.0, 9, 7)
+    assert park_line._served({"Webhook": run["Webhook"]}) is None  # no body: not served
+    assert park_line._inversions([1, 2, 3]) == 0
+    assert park_line._inversions([2, 1, 4, 3]) == 2
