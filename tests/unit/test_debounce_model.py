@@ -207,6 +207,33 @@ def test_a_runner_that_dies_between_its_cut_and_its_pass_loses_no_event(
     assert lost(graphs, _replay(site)) == []
 
 
+def _dying_runners(dying: int) -> dict[str, Any]:
+    """`dying` bursts of one event each, 12 s apart, whose runners all die right before
+    `ran:<c>` (after their pass), then one more burst whose runner lives."""
+    return {
+        **_replay(None),
+        "callers": [_event(i, 12000 * i) for i in range(dying + 1)],
+        "crashes": [_site(i, "Debounce Ran") for i in range(dying)],
+    }
+
+
+@pytest.mark.parametrize(("dying", "lost_events"), [(20, []), (21, ["c0"])])
+def test_a_runner_walks_back_twenty_unrun_bursts_and_no_further(
+    graphs: Path, dying: int, lost_events: list[str]
+) -> None:
+    """The documented limit (docs/debounce.md, keys.DEBOUNCE_WALK_MAX): the living runner runs
+    the 20 bursts before its own that lost every runner before their bodies, oldest first, in
+    one body; a 21st further back is lost."""
+    spec = _dying_runners(dying)
+    summary = _run(graphs, ["--debounce", "debounce", "--replay", json.dumps(spec)])
+    kinds = {v["kind"] for v in summary["replay_violations"]}
+    assert kinds <= {"event lost"}, summary["replay_violations"]
+    assert [str(v["caller"]) for v in summary["replay_violations"]] == lost_events
+    bodies = [r["value"].split(" (")[0] for r in summary["trace"] if r.get("op") == "body"]
+    ran = [event.split("#")[0] for event in bodies[0].split()]
+    assert ran == [f"c{i}" for i in range(len(lost_events), dying + 1)], bodies
+
+
 # A taker that dies between its take-over INCR and its first look: the watch stays as stale as
 # it was. Keyed by the stale watch alone (`:take:<s>:<at>`), every later event met the dead
 # taker's INCR, was buffered, and the key stopped for its day (found by reading, missed by the
