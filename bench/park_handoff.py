@@ -45,7 +45,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ from bench.harness.workspace import (
 )
 from bench.park_report import LOST_GAP_MS, report
 from bench.park_workflows import (
-    DESIGNS,
+    ENGINE_DESIGNS,
     PROTOTYPES,
     polling_workflow,
     prototype,
@@ -117,20 +117,22 @@ class Line:
 
 
 def install(bed: Bed, tag: str) -> tuple[list[Design], str]:
-    """The three designs and the unrelated workflow in the bed's n8n; the latter's path."""
-    key = f"park_polling_{tag}"
+    """The designs and the unrelated workflow in the bed's n8n; the latter's path."""
     root = bed.tmp / "polling"
     prepare(root, bed.n8n)
-    write_template(root, polling_workflow(key))
     cli(root, "create-lock", "--force-overwrite")
-    cli(root, *wrap_args(key))
+    keys = {name: f"park_{name}_{tag}" for name in ENGINE_DESIGNS}
+    for name, key in keys.items():
+        write_template(root, polling_workflow(key))
+        cli(root, *wrap_args(key), *ENGINE_DESIGNS[name])
     push(root)
-    designs = [Design("polling", key, workflow_ids(root)[key])]
+    ids = workflow_ids(root)
+    designs = [Design(name, key, ids[key]) for name, key in keys.items()]
     api = N8nClient(bed.n8n)
     try:
         created = api.create_redis_credential()
         credential = {"id": str(created["id"]), "name": str(created["name"])}
-        workflows = [(m, prototype(f"park_{m}_{tag}", m, credential)) for m in DESIGNS[1:]]
+        workflows = [(m, prototype(f"park_{m}_{tag}", m, credential)) for m in PROTOTYPES]
         unrelated = f"park_unrelated_{tag}"
         for name, workflow in [*workflows, ("unrelated", unrelated_workflow(unrelated))]:
             workflow_id = str(api.create_workflow(workflow)["id"])
@@ -191,8 +193,9 @@ def line(
 def holder(design: str, execution: Execution) -> figures.Holder:
     """When an execution lined up, entered and freed the lock, whether it waited, and the Redis
     node executions before its body."""
-    if design == "polling":
-        return figures.v2_holder(execution)
+    if design in ENGINE_DESIGNS:
+        engine = figures.v2_holder(execution)
+        return replace(engine, waited=engine.waited or "Lock Park" in run_data(execution))
     entered = start(execution, "Hold")
     runs = run_data(execution)
     return figures.Holder(
@@ -218,9 +221,10 @@ def handoffs(design: str, executions: Sequence[Execution]) -> tuple[list[float],
     overlaps = 0
     for (a, before), (b, after) in itertools.pairwise(line):
         gaps.append(b.entered_ms - a.released_ms)
-        release = named(before, "Lock Release") if design == "polling" else "Release"
+        engine = design in ENGINE_DESIGNS
+        release = named(before, "Lock Release") if engine else "Release"
         overlaps += b.entered_ms < start(before, release)
-        parks = run_data(after).get("Park", [])
+        parks = run_data(after).get("Lock Park" if engine else "Park", [])
         parked.append(bool(parks) and float(parks[-1]["startTime"]) > a.released_ms)
     return gaps, parked, overlaps
 
@@ -298,6 +302,12 @@ def design_figures(
         ]
         if design in PROTOTYPES and PROTOTYPES[design].parks:
             parking.append(resumes(by_scope.get(each.scope, []), PROTOTYPES[design].step))
+        if design == "engine_parked":
+            runs = [run_data(e) for e in by_scope.get(each.scope, [])]
+            parking.append({
+                "parked_waiters": sum(1 for r in runs if "Lock Park" in r),
+                "parks": sum(len(r.get("Lock Park", [])) for r in runs),
+            })  # fmt: skip
     uncontended = statistics.median(solo_runs)
     waiters = [h for h in holders if h.waited]
     extra = sum(h.acquire_redis_runs - uncontended for h in waiters)
@@ -330,13 +340,15 @@ def design_figures(
     }
     if parking:
         summed = {k: sum(p[k] for p in parking) for k in parking[0] if not k.endswith("_ms")}
-        answered = [ms for p in parking for ms in p["resume_answered_ms"]]
-        woke = [ms for p in parking for ms in p["resumed_run_started_ms"]]
-        result |= summed | {
-            "resume_answered_median_ms": median(answered),
-            "resumed_run_started_median_ms": median(woke),
-            "resumed_run_started_max_ms": max(woke) if woke else None,
-        }
+        answered = [ms for p in parking for ms in p.get("resume_answered_ms", [])]
+        woke = [ms for p in parking for ms in p.get("resumed_run_started_ms", [])]
+        result |= summed
+        if design in PROTOTYPES:
+            result |= {
+                "resume_answered_median_ms": median(answered),
+                "resumed_run_started_median_ms": median(woke),
+                "resumed_run_started_max_ms": max(woke) if woke else None,
+            }
     return result
 
 

@@ -24,8 +24,11 @@ Row = tuple[str, Callable[[Figures], str]]
 def rows(result: Figures) -> list[Row]:
     k, hold = result["callers"], result["hold_ms"]
 
-    def parked(show: Callable[[Figures], str]) -> Callable[[Figures], str]:
-        return lambda f: show(f) if "parks" in f else "–"
+    Show = Callable[[Figures], str]
+
+    def parked(show: Show, key: str = "resumes_200") -> Show:
+        """A figure of the designs that park (the engine's: its parks only)."""
+        return lambda f: show(f) if key in f else "–"
 
     return [
         ("handoff gap median / p99 (ms)",
@@ -42,7 +45,7 @@ def rows(result: Figures) -> list[Row]:
         ("waiters / seconds waited (all lines)",
          lambda f: f"{f['waiters']} / {f['wait_seconds']:.1f} s"),
         ("waiters that parked (parks)",
-         parked(lambda f: f"{f['parked_waiters']} ({f['parks']})")),
+         parked(lambda f: f"{f['parked_waiters']} ({f['parks']})", "parks")),
         ("registered, then found it need not park",
          parked(lambda f: f"{f['registered_not_parked']}")),
         ("resumes: 200 / 409 (sent again; of them before a park) / no answer",

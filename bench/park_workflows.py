@@ -95,9 +95,12 @@ PROTOTYPES = {
     "hybrid_entry": Prototype(parks=True, polls=True, wake_at="entry"),
     "hybrid_release": Prototype(parks=True, polls=True, step=2),
 }
-DESIGNS = ("polling", *PROTOTYPES)
+# The engine's designs: this checkout's add-lock-to-workflow, with these flags.
+ENGINE_DESIGNS = {"polling": (), "engine_parked": ("--park",)}
+DESIGNS = (*ENGINE_DESIGNS, *PROTOTYPES)
 LABELS = {
     "polling": "polling (today's engine)",
+    "engine_parked": "the engine with `--park`",
     "polled": "prototype, all poll",
     "parked": "parked",
     "hybrid_entry": "hybrid, woken at entry",
