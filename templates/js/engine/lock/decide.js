@@ -132,9 +132,8 @@ const settled = (k) => parkedAt(k) !== null && now - parkSince[k] >= << park_set
 // was woken from the park it was for).
 const woken = before && before.woken && !Array.isArray(before.woken) ? before.woken : {};
 const unwoken = (k) => settled(k) && woken[k] !== parkSince[k];
-const park = << parked >>.isExecuted ? << parked >>.first().json : null;
 const unparked = before !== null && before.state === 'park';
-const resumed = unparked && park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === t;
+const resumed = unparked && look.resumed === true; // read.js: the park's resume named this ticket
 out.woken = woken;
 out.dead_listings = before !== null && before.dead_listings ? before.dead_listings : [];
 const alive = (k) => parkedAt(k) !== null && !out.dead_listings.includes(k);

@@ -64,8 +64,9 @@ const turnedAway = ctx.on_busy === 'skip' || ctx.on_busy === 'buffer-one';
 const named = lastOut >= 1 || (turnedAway && (entered || fastValue === ticket));
 <% if park %>
 // Back from a park that the waiter ahead resumed (the next in line, or a head waiting for the
-// one before it to leave): the head is at most two places ahead, where the park's own look saw
-// it far back. (A wrong guess costs one more look: decide.js reads again what it lacks.)
+// one before it to leave; decide.js keeps such a waiter awake): the head is at most two places
+// ahead, where the park's own look saw it far back. (A wrong guess costs one more look:
+// decide.js reads again what it lacks.)
 const park = before !== null && before.state === 'park' && << parked >>.isExecuted ? << parked >>.first().json : null;
 const resumed = park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === ticket;
 const guess = resumed ? Math.max(before.head, ticket - 2 * N) : before ? before.head : (N === 1 && named && lastOut < ticket ? lastOut + 1 : ticket - N);
@@ -94,7 +95,7 @@ const parks = [ticket + N, ticket + 2 * N, ...window];
 return {
   ticket, lane, guess, fast, window, beacons,
 <% if park %>
-  parks,
+  parks, resumed,
 <% endif %>
   // When this look began, before its read: a skip counts quiet time from one look's answer to
   // a later look's start, so that a stall in between never counts as watched quiet.
