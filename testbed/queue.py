@@ -36,6 +36,9 @@ BULL_STALLED_INTERVAL_MS = 30_000
 # Finished Bull jobs kept, far more than the executions a test bed runs at once.
 KEEP_LAST_JOBS = 1000
 _STARTED = re.compile(r"Worker started execution (\d+) \(job")
+_WORKER_SAID = re.compile(r"Worker (started|finished) execution (\d+)")
+_ENQUEUED = re.compile(r"Enqueued execution (\d+)")
+_ENDED = re.compile(r"^Execution (\d+) \(job \d+\) (?:finished|failed)", re.M)
 
 
 def queue_settings(bull: RedisEndpoint, postgres: PostgresEndpoint) -> dict[str, str]:
@@ -95,6 +98,28 @@ class QueueWorker:
         except OSError:
             return set()
         return set(_STARTED.findall(text))
+
+
+def unheard_executions(logs: dict[str, str]) -> list[str]:
+    """From the test bed's logs (process name → text): the executions main enqueued but logged
+    no end of, each with the workers' last word on it. Empty in regular mode (main logs no
+    "Enqueued"). It finds a lost end message, not Bull's job.finished() race (queue_settings):
+    there main logs the end and still never answers the caller."""
+    enqueued: set[str] = set()
+    ended: set[str] = set()
+    worker_said: dict[str, str] = {}
+    for name, text in logs.items():
+        enqueued.update(_ENQUEUED.findall(text))
+        ended.update(_ENDED.findall(text))
+        for verb, execution in _WORKER_SAID.findall(text):
+            worker_said[execution] = f"{name}: {verb}"
+    if not enqueued:
+        return []
+    unheard = sorted(enqueued - ended, key=int)
+    return [f"queue: {len(enqueued)} enqueued, {len(unheard)} with no end heard by main"] + [
+        f"  execution {execution}: worker {worker_said.get(execution, 'never started it')}"
+        for execution in unheard[:20]
+    ]
 
 
 @dataclass

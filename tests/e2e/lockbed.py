@@ -10,7 +10,6 @@ The sink (`e2e-sink-<scope>`, a Redis list) does not depend on the lock.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 import uuid
@@ -29,6 +28,7 @@ from n8n_lockkit.workspace.layout import Workspace
 from testbed.client import OWNER, saved_executions
 from testbed.endpoints import N8nInstance
 from testbed.process import live_processes
+from testbed.queue import unheard_executions
 
 CALLERS = Path(__file__).parent / "workflows"
 API_KEY_VARIABLE = "N8NLOCK_E2E_API_KEY"
@@ -113,14 +113,14 @@ class LockBed:
     def unfinished_report(self) -> str:
         """The tail of every test-bed process's log, then what n8n has not finished: the
         executions it lists as running or waiting (with their last node) and, in queue mode,
-        the ones main enqueued but heard no end of (and whether a worker finished them)."""
+        the ones main enqueued but heard no end of (testbed.queue.unheard_executions)."""
         lines = []
-        logs = {process.name: process.log_path for process in live_processes()}
-        for name, log_path in sorted(logs.items(), key=lambda item: item[0].startswith("n8n")):
-            lines.append(f"--- {name} ({log_path}), last lines:")
-            lines.extend(log_path.read_text(errors="replace").splitlines()[-12:])
-        lines.extend(unheard_jobs({name: path.read_text(errors="replace")
-                                   for name, path in logs.items()}))  # fmt: skip
+        processes = sorted(live_processes(), key=lambda process: process.name.startswith("n8n"))
+        logs = {process.name: process.log_path.read_text(errors="replace") for process in processes}
+        for process in processes:
+            lines.append(f"--- {process.name} ({process.log_path}), last lines:")
+            lines.extend(logs[process.name].splitlines()[-12:])
+        lines.extend(unheard_executions(logs))
         for status in ("running", "waiting"):
             try:
                 found = saved_executions(self.n8n, None, status=status, page_size=50)
@@ -169,26 +169,6 @@ class LockBed:
         response.raise_for_status()
         executions: list[dict[str, Any]] = response.json()["data"]
         return executions
-
-
-def unheard_jobs(logs: dict[str, str]) -> list[str]:
-    """In queue mode: the executions main enqueued but logged no end of, and for each the
-    workers' last word on it. Empty in regular mode (main logs no "Enqueued")."""
-    enqueued: set[str] = set()
-    ended: set[str] = set()
-    worker_said: dict[str, str] = {}
-    for name, text in logs.items():
-        enqueued.update(re.findall(r"Enqueued execution (\d+)", text))
-        ended.update(re.findall(r"^Execution (\d+) \(job \d+\) (?:finished|failed)", text, re.M))
-        for verb, execution in re.findall(r"Worker (started|finished) execution (\d+)", text):
-            worker_said[execution] = f"{name}: {verb}"
-    unheard = sorted(enqueued - ended, key=int)
-    if not enqueued:
-        return []
-    return [f"queue: {len(enqueued)} enqueued, {len(unheard)} with no end heard by main"] + [
-        f"  execution {execution}: worker {worker_said.get(execution, 'never started it')}"
-        for execution in unheard[:20]
-    ]
 
 
 def stop_execution(n8n: N8nInstance, execution_id: str) -> None:

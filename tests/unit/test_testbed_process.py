@@ -47,8 +47,8 @@ def test_a_test_bed_killed_by_timeout_stops_the_processes_it_started(tmp_path: P
     assert not alive(child), "the sleeper outlived the killed run"
 
 
-def test_a_hung_queue_mode_caller_is_traced_to_the_step_that_lost_it() -> None:
-    from tests.e2e.lockbed import unheard_jobs
+def test_a_hung_queue_mode_caller_s_report_names_the_executions_main_heard_no_end_of() -> None:
+    from testbed.queue import unheard_executions
 
     logs = {
         "n8n 2.41.1": "Enqueued execution 7 (job 7)\nEnqueued execution 8 (job 9)\n"
@@ -56,9 +56,9 @@ def test_a_hung_queue_mode_caller_is_traced_to_the_step_that_lost_it() -> None:
         "worker-1": "Worker started execution 7 (job 7)\nWorker finished execution 7 (job 7)\n"
         "Worker started execution 8 (job 9)\nWorker finished execution 8 (job 9)\n",
     }
-    assert unheard_jobs(logs) == [
+    assert unheard_executions(logs) == [
         "queue: 3 enqueued, 2 with no end heard by main",
         "  execution 8: worker worker-1: finished",
         "  execution 9: worker never started it",
     ]
-    assert unheard_jobs({"n8n 2.41.1": "Execution 7 finished"}) == []  # regular mode
+    assert unheard_executions({"n8n 2.41.1": "Execution 7 finished"}) == []  # regular mode
