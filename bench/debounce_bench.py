@@ -26,6 +26,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,6 @@ from bench.harness.workspace import cli, prepare, push
 from tests.e2e.test_debounce import body_workflow
 
 progress = progress_for("debounce_bench")
-STEM = "debounce_bench-2026-11-28"
 
 
 def install(bed: Bed, quiet: float) -> tuple[str, str]:
@@ -138,7 +138,7 @@ def report(results: list[dict[str, Any]], argv: Sequence[str], tree: str) -> str
         for r in results
     )
     lines = [
-        "# debounce_bench 2026-11-28",
+        f"# debounce_bench {date.today().isoformat()}",
         "",
         f"`{command_text}`",
         "",
@@ -169,7 +169,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=3, help="calls per burst")
     parser.add_argument("--gap-ms", type=int, default=300, help="between a burst's calls")
     parser.add_argument("--quiet-seconds", type=float, default=2.0)
-    parser.add_argument("--out", type=Path, default=RESULTS / STEM, help="stem of .md/.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS / f"debounce_bench-{date.today().isoformat()}",
+        help="stem of .md/.json",
+    )
     args = parser.parse_args(given)
     progress(f"load average {os.getloadavg()[0]:.2f}")
     results = [bench_version(v, args) for v in args.versions]
