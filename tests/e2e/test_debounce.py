@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import statistics
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -426,33 +427,54 @@ def test_a_key_that_never_goes_quiet_runs_a_body_within_max_wait(lockbed: LockBe
     assert len(bodies) >= 2, bodies
 
 
-def test_bursts_on_four_keys_run_exactly_the_expected_bodies(lockbed: LockBed) -> None:
+def test_a_hundred_events_on_ten_keys_run_exactly_the_expected_bodies(lockbed: LockBed) -> None:
+    """Issue 34's scale: 10 keys at once, two bursts of 5 events each (gaps inside a burst
+    Q/6, between bursts 3 Q): 20 bodies, each with its burst's 5 items in order, none mixing
+    keys. Ten keys bursting at once keep a 2-core n8n busy: each answer waits for the other
+    keys' events (docs/performance.md: median about 1.1 s, worst 1.9 s on 2.41.1, where an
+    unwrapped one-node workflow under the same calls answers in 0.35 s, worst 0.7 s); one burst
+    at a time answers within a second (the tests above)."""
+    # In queue mode every burst's waiter holds one of the workers' 10 job slots until its key is
+    # quiet (docs/debounce.md): ten keys at once would hold them all, and every event would queue
+    # behind a waiter (5-6 s answers, measured). Three keys burst at once there.
+    at_once = 3 if topology() == "queue" else 10
     key = install(lockbed, "debounce_many")
-    chats = [f"k{n}" for n in range(4)]
+    chats = [f"k{n}" for n in range(10)]
+    per_burst = 5
 
     def burst(chat: str, first: int) -> list[tuple[Call, float]]:
         calls = []
-        for who in range(first, first + 3):  # gaps inside a burst: Q/6 after each answer
+        for who in range(first, first + per_burst):
             calls.append(send(lockbed, key, chat, who))
             time.sleep(QUIET / 6)
         return calls
 
     send(lockbed, key, "warm-up", -1)  # n8n's first executions of a workflow are slow
     time.sleep(QUIET + 1)
-    with ThreadPoolExecutor(len(chats)) as pool:
-        for first in (0, 3):  # two bursts per key, 3 Q apart
-            for chat, calls in zip(chats, pool.map(burst, chats, [first] * 4), strict=True):
+    answered: list[float] = []
+    with ThreadPoolExecutor(at_once) as pool:
+        for first in (0, per_burst):  # two bursts per key, 3 Q apart
+            for chat, calls in zip(
+                chats, pool.map(burst, chats, [first] * len(chats)), strict=True
+            ):
                 for call, _ in calls:
-                    assert_buffered(call, chat, within=2.0)
+                    assert_buffered(call, chat, within=3.0 if at_once > 3 else 2.0)
+                    answered.append(call.seconds)
                 gaps = [b[1] - a[1] for a, b in itertools.pairwise(calls)]
                 assert max(gaps) < QUIET, f"{chat}: events {gaps} s apart are no burst"
             time.sleep(3 * QUIET)
-    wait_until(lambda: len(runs(lockbed, key)) >= 2 * len(chats) + 1, 20, "every burst ran")
+    median, worst = statistics.median(answered), max(answered)
+    print(f"\n100 buffered answers: median {median:.3f} s, max {worst:.3f} s")
+    assert len(answered) == 100
+    wait_until(lambda: len(runs(lockbed, key)) >= 2 * len(chats) + 1, 30, "every burst ran")
     time.sleep(QUIET + 1)
     bodies = [b for b in runs(lockbed, key) if b["items"][0]["chat"] != "warm-up"]
     assert len(bodies) == 2 * len(chats), bodies
     for chat in chats:
-        assert bodies_of(lockbed, key, chat) == [[0, 1, 2], [3, 4, 5]]
+        assert bodies_of(lockbed, key, chat) == [
+            list(range(per_burst)),
+            list(range(per_burst, 2 * per_burst)),
+        ]
     assert all(len({i["chat"] for i in b["items"]}) == 1 for b in bodies), "a body mixed keys"
 
 
