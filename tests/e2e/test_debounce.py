@@ -438,7 +438,10 @@ def test_a_hundred_events_on_ten_keys_run_exactly_the_expected_bodies(lockbed: L
     # quiet (docs/debounce.md): ten keys at once would hold them all, and every event would queue
     # behind a waiter (5-6 s answers, measured). Three keys burst at once there.
     at_once = 3 if topology() == "queue" else 10
-    key = install(lockbed, "debounce_many")
+    # A call waits for its answer before the next (Q/6 later): under this load an answer can take
+    # 1.7 s (CI, 1.123.81), so Q is 5 s here, and a key's calls stay less than Q apart.
+    quiet = 5.0
+    key = install(lockbed, "debounce_many", quiet=quiet)
     chats = [f"k{n}" for n in range(10)]
     per_burst = 5
 
@@ -446,11 +449,11 @@ def test_a_hundred_events_on_ten_keys_run_exactly_the_expected_bodies(lockbed: L
         calls = []
         for who in range(first, first + per_burst):
             calls.append(send(lockbed, key, chat, who))
-            time.sleep(QUIET / 6)
+            time.sleep(quiet / 6)
         return calls
 
     send(lockbed, key, "warm-up", -1)  # n8n's first executions of a workflow are slow
-    time.sleep(QUIET + 1)
+    time.sleep(quiet + 1)
     answered: list[float] = []
     with ThreadPoolExecutor(at_once) as pool:
         for first in (0, per_burst):  # two bursts per key, 3 Q apart
@@ -458,16 +461,16 @@ def test_a_hundred_events_on_ten_keys_run_exactly_the_expected_bodies(lockbed: L
                 chats, pool.map(burst, chats, [first] * len(chats)), strict=True
             ):
                 for call, _ in calls:
-                    assert_buffered(call, chat, within=3.0 if at_once > 3 else 2.0)
+                    assert_buffered(call, chat, within=3.5 if at_once > 3 else 2.0)
                     answered.append(call.seconds)
                 gaps = [b[1] - a[1] for a, b in itertools.pairwise(calls)]
-                assert max(gaps) < QUIET, f"{chat}: events {gaps} s apart are no burst"
-            time.sleep(3 * QUIET)
+                assert max(gaps) < quiet, f"{chat}: events {gaps} s apart are no burst"
+            time.sleep(3 * quiet)
     median, worst = statistics.median(answered), max(answered)
     print(f"\n100 buffered answers: median {median:.3f} s, max {worst:.3f} s")
     assert len(answered) == 100
     wait_until(lambda: len(runs(lockbed, key)) >= 2 * len(chats) + 1, 30, "every burst ran")
-    time.sleep(QUIET + 1)
+    time.sleep(quiet + 1)
     bodies = [b for b in runs(lockbed, key) if b["items"][0]["chat"] != "warm-up"]
     assert len(bodies) == 2 * len(chats), bodies
     for chat in chats:

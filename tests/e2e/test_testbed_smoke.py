@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -57,7 +58,9 @@ def test_a_caller_never_answered_is_reported_with_the_executions_n8n_has_not_fin
     headline = f"POST /webhook/e2e-lock {json.dumps(body)}: no answer in 2 s"
     # CI keeps a failure's head and tail: the headline opens and closes the report.
     assert report.startswith(headline) and report.endswith(headline), report
-    assert "executions running: 1" in report, report
+    # Other tests' executions may still run on this shared n8n (1.123.81 keeps stopped ones
+    # "running"): the report names the caller's, whatever else it lists.
+    assert re.search(r"executions running: [1-9]", report), report
     assert f"of workflow {workflow}: since" in report, report
     assert "last lines:" in report, report
 
