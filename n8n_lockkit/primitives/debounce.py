@@ -33,11 +33,8 @@ from n8n_lockkit.primitives.nodekit import (
     wait,
 )
 
-# The waiter looks at least this often, so that its watch stays fresh (keys.DEBOUNCE_STALE_MS).
-# It does not look for a full burst: the event that makes a burst N events long takes it over
-# and cuts it at once (verdict.js). At 500 ms the looks of 10 keys bursting at once cost n8n
-# as much as their events (3 Redis nodes a look), and every buffered answer waited for them.
-POLL_MS = 2000
+# The waiter looks at least this often, so that a burst that reaches N events is cut within it.
+POLL_MS = 500
 KIND = "Debounce"
 # Exits: `body` gives the burst's items (one n8n item per trigger item, in arrival order);
 # `answer` gives each event's answer {buffered, key, position} (a webhook's Respond goes there).

@@ -342,13 +342,11 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "string (counter)",
         _DEBOUNCE_TTL,
         "INCR by each event that found burst s's watch stale (or no watch: s = 1) in the same "
-        f"{DEBOUNCE_STALE_MS} ms slot of its clock; slot `full`: by each event that found burst "
-        "s N events long or more (Debounce Take Over)",
+        f"{DEBOUNCE_STALE_MS} ms slot of its clock (Debounce Take Over)",
         "those INCRs' answers",
         "of the events that found burst s's waiter silent (or the key's first burst without a "
         "watch) in one slot, the one whose INCR answers 1 waits for it; a taker that died "
-        "before its first look is taken over in a later slot. Of those that found it full, the "
-        "one answered 1 cuts it at once.",
+        "before its first look is taken over in a later slot.",
     ),
     KeyKind(
         "debounce-cuts",

@@ -1,7 +1,6 @@
 // The waiter's look: the key's last ticket (Debounce Read Seq) and that event's record (Debounce
 // Read Last). Cut when the key was quiet for Q, the burst is M old, or it holds N events; else
-// sleep until the earliest of those, and look at least every << poll_ms >> ms (its watch stays
-// fresh; the event that fills a burst takes it over to cut it at once: verdict.js).
+// sleep until the earliest of those, and look at least every << poll_ms >> ms (N events).
 // A Redis GET answers with its value alone: the state is what Debounce Sleep was given.
 const w = { ...<< state >>, last_ticket: << seq >>.last_ticket, last_event: $json.last_event };
 const now = Date.now();

@@ -13,10 +13,6 @@
 // whose waiter may have died before that look or never exist (ticket 1 a hole: a retried
 // ticket INCR); the event tries to take burst 1 over at once, the same way. A live waiter (or
 // a taker of another slot) meets it at the cut.
-// The event that makes the watched burst N events long takes it over the same way, to cut it at
-// once (`take:<s>:full`, one such event per burst): the waiter looks only when Q or M runs out
-// (and every << poll_ms >> ms), and meets it at the cut. A watch of a burst already cut counts
-// too many: its full take finds the burst cut and ends as one of its runners.
 const ctx = << context >>;
 const stored = << stored >>;
 const claims = << claims >>;
@@ -33,18 +29,15 @@ if (!waits && !watched) {
   watched = { s: 1, first_at: now };
   stale = true;
 }
-const full = !waits && !stale && watched !== null && Number.isFinite(Number(watched.s))
-  && stored.ticket - Number(watched.s) + 1 >= ctx.max_items;
-const slot = stale ? Math.floor(now / << debounce_stale_ms >>) : 'full';
-const takes = stale || full;
-const s = takes ? Number(watched.s) : stored.ticket;
+const slot = Math.floor(now / << debounce_stale_ms >>);
+const s = stale ? Number(watched.s) : stored.ticket;
 return {
-  state: waits ? 'wait' : takes ? 'take' : 'buffered',
+  state: waits ? 'wait' : stale ? 'take' : 'buffered',
   answer: { buffered: true, key: ctx.key, position: stored.ticket },
-  take_key: takes ? `${ctx.base}<< keys.take >>${watched.s}:${slot}` : null,
+  take_key: stale ? `${ctx.base}<< keys.take >>${watched.s}:${slot}` : null,
   watch: {
     key: ctx.key, base: ctx.base, seq_key: ctx.seq_key, quiet_ms: ctx.quiet_ms, max_ms: ctx.max_ms,
-    max_items: ctx.max_items, s, first_at: takes ? Number(watched.first_at) || now : now, took: stale,
-    sleep: full ? 0.05 : Math.min(ctx.quiet_ms, << poll_ms >>) / 1000,
+    max_items: ctx.max_items, s, first_at: stale ? Number(watched.first_at) || now : now, took: stale,
+    sleep: Math.min(ctx.quiet_ms, << poll_ms >>) / 1000,
   },
 };
