@@ -29,10 +29,13 @@ from n8n_lockkit.primitives.nodekit import (
     set_raw,
     split_out,
     stop,
+    switch,
     value_js,
     wait,
 )
 
+# Where an event's path goes on after its answer (and the webhook's Respond node, if any).
+ANSWERED_ON = "Debounce After"
 # The waiter looks at least this often, so that a burst that reaches N events is cut within it.
 POLL_MS = 500
 KIND = "Debounce"
@@ -96,21 +99,27 @@ def _scripts(c: Chain, workflow_key: str, inputs: DebounceInputs) -> dict[str, s
         "store": templating.expression(
             "engine/debounce/store",
             context=context,
-            drawn=f"{c.ref('Debounce Take Ticket')}.all()",
+            drawn=c.first("Debounce Take Ticket"),
         ),
+        "ticket_key": f"={{{{ {context}.seq_key }}}}",
+        "event_key": f"={{{{ {c.first('Debounce Store')}.event_key }}}}",
+        "event": f"={{{{ {c.first('Debounce Store')}.event }}}}",
         "claim_list": f"={{{{ {c.first('Debounce Store')}.claim_key }}}}",
         "after_key": f"={{{{ {c.first('Debounce Store')}.after_key }}}}",
         "verdict": templating.expression(
             "engine/debounce/verdict",
             context=context,
             stored=c.first("Debounce Store"),
-            claims=f"{c.first('Debounce Read Claim')}.claims",
             after=c.first("Debounce After"),
             **tuning,
         ),
-        "answer": f"={{{{ {c.first('Debounce Verdict')}.answer }}}}",
-        "waits": f"{c.first('Debounce Verdict')}.state === 'wait'",
-        "takes": f"{c.first('Debounce Verdict')}.state === 'take'",
+        # The event is in once its own mark is the first of its claims list; otherwise a runner
+        # passed its ticket, and it draws a new one.
+        "in": "Array.isArray($json.claims) && $json.claims[0] === 'e'",
+        "answer": (
+            f"={{{{ ({{ buffered: true, key: {context}.key, "
+            f"position: {c.first('Debounce Store')}.ticket }}) }}}}"
+        ),
         "runs": f"{c.first('Debounce Taken')}.tickets.length > 0",
         "take_key": f"={{{{ {c.first('Debounce Verdict')}.take_key }}}}",
         "took": f"$json[{c.first('Debounce Verdict')}.take_key] === 1",
@@ -208,25 +217,24 @@ def _rows(s: dict[str, str]) -> list[Row]:
     return [
         node("context", "Context", set_raw(s["context"]), (0, 0)),
         node("input-valid", "Input Valid?", if_("$json.problem === null"), (1, 0)),
-        node("input-refused", "Input Refused", stop("$json.problem"), (1, 1)),
-        node("ticket-items", "Ticket Items", split_out("incr"), (2, 0)),
+        node("input-refused", "Input Refused", stop("$json.problem"), (0, 1)),
         # A retried ticket INCR leaves a ticket nobody stores or claims: its runner leaves it out.
-        node("take-ticket", "Take Ticket", redis(INCR_EACH, False), (3, 0)),
-        node("store", "Store", set_raw(s["store"]), (4, 0)),
-        node("store-items", "Store Items", split_out("set"), (5, 0)),
-        node("store-event", "Store Event", redis(SET_STRING_EACH, False), (6, 0)),
-        node("claim", "Claim", _push(s["claim_list"], "e"), (7, 0)),
-        node("claim-expire", "Claim Expire", _expire(s["claim_list"]), (8, 0)),
-        node("after", "After", _rendezvous(incr(s["after_key"])), (9, 0)),
-        node("read-claim", "Read Claim", _get_list(s["claim_list"], "claims"), (10, 0)),
-        node("read-watch", "Read Watch", _get_once(s["watch_key"], "watch"), (11, 0)),
-        node("verdict", "Verdict", set_raw(s["verdict"]), (12, 0)),
-        node("redraw", "Redraw?", if_("$json.state === 'redraw'"), (13, 0)),
-        node("answer", "Answer", set_raw(s["answer"]), (14, 0)),
-        node("waits", "Waits?", if_(s["waits"]), (16, 0)),
-        node("takes", "Takes?", if_(s["takes"]), (16, 1)),
-        node("take-over", "Take Over", _rendezvous(incr(s["take_key"])), (17, 1)),
-        node("took", "Took?", if_(s["took"]), (18, 1)),
+        node("take-ticket", "Take Ticket", redis(incr(s["ticket_key"]), True), (2, 0)),
+        node("store", "Store", set_raw(s["store"]), (3, 0)),
+        node("store-event", "Store Event", redis(store(s["event_key"], s["event"]), True), (4, 0)),
+        node("claim", "Claim", _push(s["claim_list"], "e"), (5, 0)),
+        node("read-claim", "Read Claim", _get_list(s["claim_list"], "claims"), (6, 0)),
+        node("in", "In?", if_(s["in"]), (7, 0)),
+        node("answer", "Answer", set_raw(s["answer"]), (8, 0)),
+        # After the answer (the caller's Response sits at column 9): only what decides whether
+        # this event waits, which its caller need not wait for.
+        node("after", "After", _rendezvous(incr(s["after_key"])), (10, 0)),
+        node("claim-expire", "Claim Expire", _expire(s["claim_list"]), (11, 0)),
+        node("read-watch", "Read Watch", _get_once(s["watch_key"], "watch"), (12, 0)),
+        node("verdict", "Verdict", set_raw(s["verdict"]), (13, 0)),
+        node("route", "Route", switch([["wait"], ["take"], ["buffered"]], 2), (14, 0)),
+        node("take-over", "Take Over", _rendezvous(incr(s["take_key"])), (15, 0)),
+        node("took", "Took?", if_(s["took"]), (16, 0)),
         node("watch", "Watch", set_raw(s["watch"]), (17, 0)),
         node("beacon", "Beacon", redis(store(s["beacon_key"], s["beacon_value"]), True), (1, 1)),
         node("sleep", "Sleep", wait("={{ $json.sleep }}"), (2, 1)),
@@ -309,26 +317,29 @@ def _get_each(property_name: str) -> dict[str, object]:
 _EDGES: list[Edge] = [
     ("Debounce Context", 0, "Debounce Input Valid?"),
     ("Debounce Input Valid?", 1, "Debounce Input Refused"),
-    ("Debounce Input Valid?", 0, "Debounce Ticket Items"),
+    ("Debounce Input Valid?", 0, "Debounce Take Ticket"),
     *chained(
-        "Debounce Ticket Items",
         "Debounce Take Ticket",
         "Debounce Store",
-        "Debounce Store Items",
         "Debounce Store Event",
         "Debounce Claim",
-        "Debounce Claim Expire",
-        "Debounce After",
         "Debounce Read Claim",
+        "Debounce In?",
+        "Debounce Answer",
+    ),
+    # A runner left the ticket out (its mark came first): the event draws a new one. The list
+    # has its TTL from that runner's Debounce Claims Expire.
+    ("Debounce In?", 1, "Debounce Take Ticket"),
+    *chained(
+        "Debounce After",
+        "Debounce Claim Expire",
         "Debounce Read Watch",
         "Debounce Verdict",
-        "Debounce Redraw?",
+        "Debounce Route",
     ),
-    ("Debounce Redraw?", 0, "Debounce Ticket Items"),
-    ("Debounce Redraw?", 1, "Debounce Answer"),
-    ("Debounce Waits?", 0, "Debounce Watch"),
-    ("Debounce Waits?", 1, "Debounce Takes?"),
-    *chained("Debounce Takes?", "Debounce Take Over", "Debounce Took?", "Debounce Watch"),
+    ("Debounce Route", 0, "Debounce Watch"),
+    ("Debounce Route", 1, "Debounce Take Over"),
+    *chained("Debounce Take Over", "Debounce Took?", "Debounce Watch"),
     *chained("Debounce Watch", "Debounce Beacon", "Debounce Sleep"),
     *chained(
         "Debounce Sleep",
@@ -388,10 +399,9 @@ def debounce(
     names: Names = UNLABELLED,
 ) -> Chain:
     """The debounce chain. `entry` takes the trigger's items. Exits: `answer` (each event's
-    answer, before it may wait: `Debounce Answer`, which the caller links on to `Debounce
-    Waits?` through its Respond node, if any), `burst` (`Debounce Burst`, one item
-    {items}), which the caller splits into the body's items and links on to `Debounce Next`
-    after the body."""
+    answer, before it may wait: `Debounce Answer`, which the caller links on to `ANSWERED_ON`
+    through its Respond node, if any), `burst` (`Debounce Burst`, one item {items}), which the
+    caller splits into the body's items and links on to `Debounce Next` after the body."""
     c = Chain(key, names, origin)
     c.rows(_rows(_scripts(c, workflow_key, inputs)))
     c.entry = c.name("Debounce Context")

@@ -93,11 +93,11 @@ def test_the_composed_shape_is_guard_debounce_rate_lock_body(bed: Path, invoke: 
     # answer, the runner's after the body and the wait for a next burst
     ends = [
         (source, output)
-        for source in ("Debounce Takes?", "Debounce Took?", "Debounce Again?")
+        for source in ("Debounce Route", "Debounce Took?", "Debounce Again?")
         for output, links in enumerate(graph.outputs(wrapped, source))
         if any(x["node"] == "Dedupe Release Verdict" for x in links)
     ]
-    assert [output for _, output in ends] == [1, 1, 1], ends
+    assert ends == [("Debounce Route", 2), ("Debounce Took?", 1), ("Debounce Again?", 1)], ends
     layers = read_layers(wrapped)
     assert layers.debounce == DebounceConfig(CHAT, 5, 60, 100)
     assert layers.lock is not None and layers.lock.on_busy == "wait"

@@ -33,7 +33,7 @@ import { EPOCH, INT, PICK, Redis, exploreAll, mix, mulberry32, randomProcs, rand
 // Steps where a stall or a crash matters most: between a rendezvous and what it decides.
 const SITES = [
   ['Debounce Store Event', 1], ['Debounce Claim', 1], ['Debounce After', 1], ['Debounce Read Claim', 1],
-  ['Debounce Read Watch', 1], ['Debounce Verdict', 1], ['Debounce Take Over', 1], ['Debounce Beacon', 1],
+  ['Debounce In?', 1], ['Debounce Answer', 1], ['Debounce Read Watch', 1], ['Debounce Verdict', 1], ['Debounce Take Over', 1], ['Debounce Beacon', 1],
   ['Debounce Read Seq', 1], ['Debounce Cut', 1], ['Debounce Cut Log', 1], ['Debounce Read Cuts', 1],
   ['Debounce Claim Events', 4], ['Debounce Read Claims', 4], ['Debounce Pass', 1], ['Debounce Read Events', 3],
   ['Debounce Read Walk', 2], ['Debounce Ran', 3], ['Debounce Burst', 1], ['Debounce Next', 1],
@@ -195,7 +195,7 @@ export function runDebounceSchedule(spec, graphs, opts) {
     }
     if (event.op === 'expr' && v) {
       if (event.node === 'Debounce Verdict') {
-        if (v.state === 'redraw') stats.redraws += 1;
+        if (v.state === 'redraw') stats.redraws += 1; // engines before Debounce In?
         if (v.state === 'take') stats.takeAttempts += 1;
         c.via = v.state;
       }
@@ -210,6 +210,7 @@ export function runDebounceSchedule(spec, graphs, opts) {
       if (event.node === 'Debounce Next') c.lastNext = v;
       if (event.node === 'Debounce Taken' && v.inherited?.length) stats.recovered += 1;
     }
+    if (event.op === 'if' && event.node === 'Debounce In?' && v === false) stats.redraws += 1;
     if (event.op === 'if' && event.node === 'Debounce Took?' && v === true) {
       stats.takeovers += 1;
       c.via = 'take';

@@ -136,7 +136,7 @@ DEBOUNCE_KEY = "={{ $json.key }}"
 
 def debounce_graphs() -> dict[str, Any]:
     """The debounce chains (`primitives/debounce.py`) of the engine importable here, as
-    `add-debounce` wires them (Debounce Answer on to Debounce Waits?), keyed `debounce…`; none
+    `add-debounce` wires them (Debounce Answer on to `ANSWERED_ON`), keyed `debounce…`; none
     for an engine older than the debounce."""
     try:
         debounce = importlib.import_module("n8n_lockkit.primitives.debounce")
@@ -147,7 +147,8 @@ def debounce_graphs() -> dict[str, Any]:
     for name, (quiet, max_wait, max_items) in DEBOUNCES.items():
         inputs = debounce.DebounceInputs(DEBOUNCE_KEY, quiet, max_wait, max_items)
         chain = debounce.debounce("model", "model", inputs, (0, 0))
-        chain.link([("Debounce Answer", 0, "Debounce Waits?")])  # debounce_wrap.py does so
+        answered_on = getattr(debounce, "ANSWERED_ON", "Debounce Waits?")  # older engines
+        chain.link([("Debounce Answer", 0, answered_on)])  # debounce_wrap.py does so
         group = _group(chain)
         group["exits"] = {"burst": group["exits"]["burst"]}
         out[name] = {

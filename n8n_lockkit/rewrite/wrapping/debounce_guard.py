@@ -8,8 +8,8 @@ An event the guard lets in holds its key until its execution ends, and then writ
 done mark: every execution that gets past the guard ends in one of three places of the
 debounce, and each of them leads to the guard's release (no Merge needed, one runs):
 
-- a buffered event, after its answer: *Debounce Takes?* (false: the burst's waiter is alive)
-  or *Debounce Took?* (false: another event took a stale burst over);
+- a buffered event, after its answer: *Debounce Route*'s last output (the burst's waiter is
+  alive) or *Debounce Took?* (false: another event took a stale burst over);
 - a waiter or runner: *Debounce Again?* (false: after the body, or after another execution ran
   its burst, no next burst to wait for). Every waiter that cuts goes on as a runner of the cut,
   so this is the only end of a waiter.
@@ -38,7 +38,7 @@ from n8n_lockkit.rewrite.wrapping.wrap import acquire_inline
 
 # Where an execution the guard let in ends (see the module's docstring).
 ENDS = (
-    ("Debounce Takes?", 1),
+    ("Debounce Route", 2),
     ("Debounce Took?", 1),
     ("Debounce Again?", 1),
 )

@@ -3,7 +3,7 @@
 Shape, for the workflow's one entry T:
 
     T → Debounce Context → … (the chain of `primitives/debounce.py`, stacked above the body)
-        … → Debounce Answer → [Debounce Response: a webhook's answer] → Debounce Waits? → …
+        … → Debounce Answer → [Debounce Response: a webhook's answer] → Debounce After → …
         … → Debounce Burst → Debounce Body Items → (the body, as before)
                                                 └→ Debounce Next → Debounce Again? (below the
                                                    body: under n8n's v1 order it runs after it)
@@ -117,10 +117,10 @@ def wrap_debounce(body: Workflow, key: str, config: DebounceConfig) -> Workflow:
             1.1,
             {"respondWith": "firstIncomingItem", "options": {}},
         )
-        group.add(Row("debounce-response", "Debounce Response", respond, (13, 0)))
+        group.add(Row("debounce-response", "Debounce Response", respond, (9, 0)))
         group.link([("Debounce Answer", 0, "Debounce Response")])
         answered = "Debounce Response"
-    group.link([(answered, 0, "Debounce Waits?")])
+    group.link([(answered, 0, debounce.ANSWERED_ON)])
     after = [n for n in group.nodes if role_of(n) in ("debounce-next", "debounce-again")]
     group.nodes = [n for n in group.nodes if n not in after]
     b.stack(Block("frame-debounce", NOTE, _text(key, config), b.add_group(group)))

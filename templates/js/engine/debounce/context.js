@@ -17,5 +17,4 @@ return {
   max_items: << max_items >>,
   // An event is the trigger's items, all of them, in order (their JSON).
   items: $input.all().map((item) => item.json),
-  incr: [{ key: `${base}<< keys.seq >>`, expire: true, ttl: << debounce_ttl >> }],
 };

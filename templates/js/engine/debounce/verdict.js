@@ -1,9 +1,7 @@
-// The claims list decides the event. Its first mark "e" (the event's own): the event came before
-// any runner took its ticket, so every runner of the burst that holds it reads "e" first and
-// takes it. "r" first: a runner passed the ticket first (left it out), so the event draws a new
-// one. After 2: the cut just before this ticket came first, so this event waits for the burst
-// that begins with it (its runner INCRs the same key and gets 1); ticket 1 begins the key's
-// first burst. Any other event reads the watch (Debounce Read Watch): a waiter silent for
+// The event is in (Debounce In?: its own mark came first on its claims list) and answered. After
+// 2: the cut just before this ticket came first, so this event waits for the burst that begins
+// with it (its runner INCRs the same key and gets 1); ticket 1 begins the key's first burst.
+// Any other event reads the watch (Debounce Read Watch): a waiter silent for
 // << debounce_stale_ms >> ms is taken to be dead, and the event tries to take its burst over
 // (Debounce Take Over), one event per burst and << debounce_stale_ms >> ms slot of its own clock:
 // a taker that dies before its first look leaves the watch as stale as before, and the key's
@@ -15,9 +13,7 @@
 // a taker of another slot) meets it at the cut.
 const ctx = << context >>;
 const stored = << stored >>;
-const claims = << claims >>;
 const after = Number(<< after >>[stored.after_key]);
-if (!Array.isArray(claims) || claims[0] !== 'e') return { state: 'redraw', incr: ctx.incr };
 const now = Date.now();
 const waits = stored.ticket === 1 || after === 2;
 let watched = null;
@@ -33,7 +29,6 @@ const slot = Math.floor(now / << debounce_stale_ms >>);
 const s = stale ? Number(watched.s) : stored.ticket;
 return {
   state: waits ? 'wait' : stale ? 'take' : 'buffered',
-  answer: { buffered: true, key: ctx.key, position: stored.ticket },
   take_key: stale ? `${ctx.base}<< keys.take >>${watched.s}:${slot}` : null,
   watch: {
     key: ctx.key, base: ctx.base, seq_key: ctx.seq_key, quiet_ms: ctx.quiet_ms, max_ms: ctx.max_ms,
