@@ -2,7 +2,8 @@
 Not a test.
 
     .venv/bin/python -m bench.debounce_bench [--versions 2.41.1,1.123.81] [--runs 20]
-        [--events 3] [--gap-ms 300] [--quiet-seconds 2] [--out bench/results/<stem>]
+        [--events 3] [--gap-ms 300] [--quiet-seconds 2] [--at-once 10]
+        [--expression-engines default,legacy] [--out bench/results/<stem>]
 
 One n8n (regular mode), one Redis. The e2e's debounced workflow (tests/e2e/test_debounce.py:
 Webhook, answering with its last node → Record, a Redis push of when the body began, its
@@ -14,6 +15,15 @@ debounce adds to the quiet time (its waiter looks at most every 0.5 s, then cuts
 reads the burst's records). Per call: the seconds until its buffered answer. For scale, the
 same workflow unwrapped is called as often, one call at a time: its answer comes after its
 body (the Redis push), the floor of a webhook answered by its last node.
+
+Then `--at-once` keys burst at the same moment (each a thread sending its burst as above), and
+as many threads call the unwrapped workflow as often: the answers under that load, where n8n's
+CPU is the bound. The n8n main process's CPU time (user + system, /proc; a local n8n only) is
+counted over the bursts one at a time and over the unwrapped calls: per event, all included
+(its execution, the burst's waiter looking, the body's run), against per unwrapped call.
+
+`--expression-engines legacy` runs each n8n 2.x once more with N8N_EXPRESSION_ENGINE=legacy
+(n8n 2.x evaluates expressions in a V8 isolate by default; the test bed runs 1.x with legacy).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -37,6 +48,8 @@ from bench.harness.results import RESULTS, command, measured, progress_for, tree
 from bench.harness.session import Bed, Span, running_bed
 from bench.harness.stats import percentile
 from bench.harness.workspace import cli, prepare, push
+from testbed.runtime import needs_node24
+from tests.e2e.stalls import n8n_main_pid
 from tests.e2e.test_debounce import body_workflow
 
 progress = progress_for("debounce_bench")
@@ -91,6 +104,38 @@ def one_burst(
     raise SystemExit(f"burst {chat}: no body within {args.quiet_seconds + 30} s")
 
 
+def cpu_seconds(bed: Bed) -> float | None:
+    """User + system CPU seconds of the n8n main process so far (None: no local process)."""
+    try:
+        pid = n8n_main_pid(bed.n8n)
+    except LookupError:
+        return None
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def per_call_ms(before: float | None, after: float | None, calls: int) -> float | None:
+    if before is None or after is None:
+        return None
+    return round((after - before) * 1000 / calls, 1)
+
+
+def at_once(bed: Bed, key: str, tag: str, args: argparse.Namespace) -> list[float]:
+    """`--at-once` keys send `--events` calls each, `--gap-ms` apart, all starting together:
+    the answers' seconds."""
+
+    def one_key(number: int) -> list[float]:
+        seconds = []
+        for who in range(args.events):
+            if who:
+                time.sleep(args.gap_ms / 1000)
+            seconds.append(call(bed.n8n, key, {"chat": f"{tag}{number}", "who": who}).seconds)
+        return seconds
+
+    with ThreadPoolExecutor(args.at_once) as pool:
+        return [s for seconds in pool.map(one_key, range(args.at_once)) for s in seconds]
+
+
 def summary(values: Sequence[float]) -> dict[str, float]:
     """Median and p95 (nearest rank: a measured value), in ms."""
     ms = [v * 1000 for v in values]
@@ -103,30 +148,46 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def bench_version(version: str, args: argparse.Namespace) -> dict[str, Any]:
+def bench_version(version: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
     span = Span()
-    with running_bed(version, topology="single") as bed:
+    settings = {} if engine == "default" else {"N8N_EXPRESSION_ENGINE": engine}
+    with running_bed(version, topology="single", n8n_settings=settings) as bed:
         debounced, plain = install(bed, args.quiet_seconds)
         client = redis.Redis.from_url(bed.redis.url, decode_responses=True)
         bursts = []
-        for number in range(args.warm_up + args.runs):
+        for number in range(args.warm_up):
+            one_burst(bed, client, debounced, f"w{number}", args)
+        cpu_before = cpu_seconds(bed)
+        for number in range(args.runs):
             burst = one_burst(bed, client, debounced, f"c{number}", args)
-            if number >= args.warm_up:
-                bursts.append(burst)
+            bursts.append(burst)
             progress(f"{version} burst {number + 1}: +{burst['added_s'] * 1000:.0f} ms over Q")
+        cpu_bursts = per_call_ms(cpu_before, cpu_seconds(bed), args.runs * args.events)
+        for number in range(args.warm_up):
+            call(bed.n8n, plain, {"chat": f"w{number}", "who": 0})
         plain_answers = []
-        for number in range(args.warm_up + args.runs * args.events):
-            seconds = call(bed.n8n, plain, {"chat": f"p{number}", "who": 0}).seconds
-            if number >= args.warm_up:
-                plain_answers.append(seconds)
+        cpu_before = cpu_seconds(bed)
+        for number in range(args.runs * args.events):
+            plain_answers.append(call(bed.n8n, plain, {"chat": f"p{number}", "who": 0}).seconds)
+        cpu_plain = per_call_ms(cpu_before, cpu_seconds(bed), args.runs * args.events)
+        time.sleep(args.quiet_seconds + 2)  # the last burst's body has run
+        many = at_once(bed, debounced, "k", args)
+        time.sleep(args.quiet_seconds + 2)
+        many_plain = at_once(bed, plain, "q", args)
+        progress(f"{version} {args.at_once} keys at once: max {max(many):.2f} s")
         client.close()
     return {
         "n8n": version,
+        "expression_engine": engine if needs_node24(version) else "legacy",
         "load_average_1min": span.load(),
         "seconds": round(span.seconds(), 1),
         "added_beyond_quiet": summary([b["added_s"] for b in bursts]),
         "buffered_answer": summary([s for b in bursts for s in b["answers_s"]]),
         "plain_answer": summary(plain_answers),
+        "cpu_per_event_ms": cpu_bursts,
+        "cpu_per_plain_call_ms": cpu_plain,
+        "at_once_answer": summary(many),
+        "at_once_plain_answer": summary(many_plain),
         "bursts": bursts,
     }
 
@@ -134,7 +195,7 @@ def bench_version(version: str, args: argparse.Namespace) -> dict[str, Any]:
 def report(results: list[dict[str, Any]], argv: Sequence[str], tree: str) -> str:
     command_text = command("debounce_bench", argv)
     loads = ", ".join(
-        f"{r['n8n']}: {r['load_average_1min'][0]:.2f} → {r['load_average_1min'][1]:.2f}"
+        f"{label(r)}: {r['load_average_1min'][0]:.2f} → {r['load_average_1min'][1]:.2f}"
         for r in results
     )
     lines = [
@@ -153,11 +214,37 @@ def report(results: list[dict[str, Any]], argv: Sequence[str], tree: str) -> str
     for r in results:
         a, b, p = r["added_beyond_quiet"], r["buffered_answer"], r["plain_answer"]
         lines.append(
-            f"| {r['n8n']} | {a['n']} | {a['median_ms']:.0f} / {a['p95_ms']:.0f} "
+            f"| {label(r)} | {a['n']} | {a['median_ms']:.0f} / {a['p95_ms']:.0f} "
             f"({a['min_ms']:.0f}–{a['max_ms']:.0f}) | {b['median_ms']:.0f} / "
             f"{b['p95_ms']:.0f} ({b['n']}) | {p['median_ms']:.0f} / {p['p95_ms']:.0f} |"
         )
+    keys = results[0]["at_once_answer"]["n"] if results else 0
+    lines += [
+        "",
+        f"Keys bursting at once ({keys} calls in all), and n8n's CPU time (main process, user + "
+        "system) per call:",
+        "",
+        "| n8n | buffered answer, keys at once: median / max ms | unwrapped, as many callers "
+        "at once: median / max ms | n8n CPU per buffered event (waiter and body included) "
+        "| n8n CPU per unwrapped call |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        m, q = r["at_once_answer"], r["at_once_plain_answer"]
+        lines.append(
+            f"| {label(r)} | {m['median_ms']:.0f} / {m['max_ms']:.0f} | {q['median_ms']:.0f} / "
+            f"{q['max_ms']:.0f} | {cpu(r['cpu_per_event_ms'])} | "
+            f"{cpu(r['cpu_per_plain_call_ms'])} |"
+        )
     return "\n".join(lines) + "\n"
+
+
+def label(result: dict[str, Any]) -> str:
+    return f"{result['n8n']} ({result['expression_engine']} expressions)"
+
+
+def cpu(ms: float | None) -> str:
+    return "–" if ms is None else f"{ms:.0f} ms"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -169,6 +256,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=3, help="calls per burst")
     parser.add_argument("--gap-ms", type=int, default=300, help="between a burst's calls")
     parser.add_argument("--quiet-seconds", type=float, default=2.0)
+    parser.add_argument("--at-once", type=int, default=10, help="keys that burst together")
+    parser.add_argument(
+        "--expression-engines",
+        type=lambda v: v.split(","),
+        default=["default"],
+        help="n8n 2.x's N8N_EXPRESSION_ENGINE: default (n8n's own), legacy, vm",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -177,7 +271,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(given)
     progress(f"load average {os.getloadavg()[0]:.2f}")
-    results = [bench_version(v, args) for v in args.versions]
+    runs = [
+        (version, engine)
+        for version in args.versions
+        for engine in (args.expression_engines if needs_node24(version) else ["default"])
+    ]
+    results = [bench_version(version, engine, args) for version, engine in runs]
     text = report(results, given, tree_state())
     print(text)
     args.out.with_suffix(".md").write_text(text)
