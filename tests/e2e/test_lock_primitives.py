@@ -132,9 +132,11 @@ def test_l03_ten_concurrent_holders_never_overlap(lockbed: LockBed, unique_name:
 def test_l04_three_slots_and_nine_callers_never_run_more_than_three_bodies(
     lockbed: LockBed, unique_name: str
 ) -> None:
+    # Bodies of 2 s: under CI's load (stage 1 of make test, 2 cores) three holders of 0.6 s never
+    # overlapped once, the third entering after the first had left (max overlap 2).
     with ThreadPoolExecutor(9) as pool:
         calls = list(
-            pool.map(lambda _: lockbed.lock(unique_name, hold_ms=600, max_concurrent=3), range(9))
+            pool.map(lambda _: lockbed.lock(unique_name, hold_ms=2000, max_concurrent=3), range(9))
         )
     holders = [acquired(c) for c in calls]
     assert all(c.body["release"]["released"] is True for c in calls), calls
