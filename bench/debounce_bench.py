@@ -2,7 +2,7 @@
 Not a test.
 
     .venv/bin/python -m bench.debounce_bench [--versions 2.41.1,1.123.81] [--runs 20]
-        [--events 3] [--gap-ms 300] [--quiet-seconds 2] [--at-once 10]
+        [--events 3] [--gap-ms 300] [--quiet-seconds 2] [--at-once 10] [--at-once-rounds 1]
         [--expression-engines default,legacy] [--out bench/results/<stem>]
 
 One n8n (regular mode), one Redis. The e2e's debounced workflow (tests/e2e/test_debounce.py:
@@ -16,11 +16,12 @@ reads the burst's records). Per call: the seconds until its buffered answer. For
 same workflow unwrapped is called as often, one call at a time: its answer comes after its
 body (the Redis push), the floor of a webhook answered by its last node.
 
-Then `--at-once` keys burst at the same moment (each a thread sending its burst as above), and
-as many threads call the unwrapped workflow as often: the answers under that load, where n8n's
-CPU is the bound. The n8n main process's CPU time (user + system, /proc; a local n8n only) is
-counted over the bursts one at a time and over the unwrapped calls: per event, all included
-(its execution, the burst's waiter looking, the body's run), against per unwrapped call.
+Then `--at-once` keys burst at the same moment, each a thread sending its burst as above
+(`--at-once-rounds` times, Q + 2 s apart), and as many threads call the unwrapped workflow as
+often: the answers under that load, where n8n's CPU is the bound. The n8n main process's CPU
+time (user + system, /proc; a local n8n only) is counted over the bursts one at a time and over
+the unwrapped calls: per event, all included (its execution, the burst's waiter looking, the
+body's run), against per unwrapped call.
 
 `--expression-engines legacy` runs each n8n 2.x once more with N8N_EXPRESSION_ENGINE=legacy
 (n8n 2.x evaluates expressions in a V8 isolate by default; the test bed runs 1.x with legacy).
@@ -170,10 +171,13 @@ def bench_version(version: str, engine: str, args: argparse.Namespace) -> dict[s
         for number in range(args.runs * args.events):
             plain_answers.append(call(bed.n8n, plain, {"chat": f"p{number}", "who": 0}).seconds)
         cpu_plain = per_call_ms(cpu_before, cpu_seconds(bed), args.runs * args.events)
-        time.sleep(args.quiet_seconds + 2)  # the last burst's body has run
-        many = at_once(bed, debounced, "k", args)
-        time.sleep(args.quiet_seconds + 2)
-        many_plain = at_once(bed, plain, "q", args)
+        many: list[float] = []
+        many_plain: list[float] = []
+        for number in range(args.at_once_rounds):
+            time.sleep(args.quiet_seconds + 2)  # the bursts before have run their bodies
+            many += at_once(bed, debounced, f"k{number}-", args)
+            time.sleep(args.quiet_seconds + 2)
+            many_plain += at_once(bed, plain, f"q{number}-", args)
         progress(f"{version} {args.at_once} keys at once: max {max(many):.2f} s")
         client.close()
     return {
@@ -257,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--gap-ms", type=int, default=300, help="between a burst's calls")
     parser.add_argument("--quiet-seconds", type=float, default=2.0)
     parser.add_argument("--at-once", type=int, default=10, help="keys that burst together")
+    parser.add_argument(
+        "--at-once-rounds", type=int, default=1, help="times the keys burst together"
+    )
     parser.add_argument(
         "--expression-engines",
         type=lambda v: v.split(","),
