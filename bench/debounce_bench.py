@@ -3,7 +3,8 @@ Not a test.
 
     .venv/bin/python -m bench.debounce_bench [--versions 2.41.1,1.123.81] [--runs 20]
         [--events 3] [--gap-ms 300] [--quiet-seconds 2] [--at-once 10] [--at-once-rounds 1]
-        [--expression-engines default,legacy] [--out bench/results/<stem>]
+        [--expression-engines default,legacy] [--n8n-setting NAME=VALUE ...]
+        [--out bench/results/<stem>]
 
 One n8n (regular mode), one Redis. The e2e's debounced workflow (tests/e2e/test_debounce.py:
 Webhook, answering with its last node → Record, a Redis push of when the body began, its
@@ -38,14 +39,16 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 import redis
 
 from bench.harness.calls import call
+from bench.harness.executions import listing, workflow_ids
 from bench.harness.results import RESULTS, command, measured, progress_for, tree_state
+from bench.harness.runs import Execution, end, run_data, webhook_body
 from bench.harness.session import Bed, Span, running_bed
 from bench.harness.stats import percentile
 from bench.harness.workspace import cli, prepare, push
@@ -137,6 +140,28 @@ def at_once(bed: Bed, key: str, tag: str, args: argparse.Namespace) -> list[floa
         return [s for seconds in pool.map(one_key, range(args.at_once)) for s in seconds]
 
 
+def since_start_ms(execution: Execution, moment: float) -> float:
+    started = datetime.fromisoformat(str(execution["startedAt"]).replace("Z", "+00:00"))
+    return moment - started.timestamp() * 1000
+
+
+def answer_phases(bed: Bed, key: str, prefix: str) -> dict[str, dict[str, float]]:
+    """Of the buffered executions of the keys bursting at once (their chat begins with
+    `prefix`): ms from the execution's start to its first node (n8n's own) and to the answer."""
+    workflow_id = workflow_ids(bed.tmp / "debounce")[key]
+    first_node, answered = [], []
+    for execution in listing(bed.n8n, workflow_id):
+        runs = run_data(execution)
+        if "Debounce Response" not in runs or not str(
+            webhook_body(execution).get("chat", "")
+        ).startswith(prefix):
+            continue
+        starts = [float(run["startTime"]) for node in runs.values() for run in node]
+        first_node.append(since_start_ms(execution, min(starts)) / 1000)
+        answered.append(since_start_ms(execution, end(execution, "Debounce Response")) / 1000)
+    return {"start_to_first_node": summary(first_node), "start_to_answer": summary(answered)}
+
+
 def summary(values: Sequence[float]) -> dict[str, float]:
     """Median and p95 (nearest rank: a measured value), in ms."""
     ms = [v * 1000 for v in values]
@@ -151,7 +176,9 @@ def summary(values: Sequence[float]) -> dict[str, float]:
 
 def bench_version(version: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
     span = Span()
-    settings = {} if engine == "default" else {"N8N_EXPRESSION_ENGINE": engine}
+    settings = dict(args.n8n_setting)
+    if engine != "default":
+        settings["N8N_EXPRESSION_ENGINE"] = engine
     with running_bed(version, topology="single", n8n_settings=settings) as bed:
         debounced, plain = install(bed, args.quiet_seconds)
         client = redis.Redis.from_url(bed.redis.url, decode_responses=True)
@@ -179,10 +206,13 @@ def bench_version(version: str, engine: str, args: argparse.Namespace) -> dict[s
             time.sleep(args.quiet_seconds + 2)
             many_plain += at_once(bed, plain, f"q{number}-", args)
         progress(f"{version} {args.at_once} keys at once: max {max(many):.2f} s")
+        time.sleep(2)  # n8n saves the last executions
+        phases = answer_phases(bed, debounced, "k")
         client.close()
     return {
         "n8n": version,
         "expression_engine": engine if needs_node24(version) else "legacy",
+        "n8n_settings": dict(args.n8n_setting),
         "load_average_1min": span.load(),
         "seconds": round(span.seconds(), 1),
         "added_beyond_quiet": summary([b["added_s"] for b in bursts]),
@@ -192,6 +222,7 @@ def bench_version(version: str, engine: str, args: argparse.Namespace) -> dict[s
         "cpu_per_plain_call_ms": cpu_plain,
         "at_once_answer": summary(many),
         "at_once_plain_answer": summary(many_plain),
+        "at_once_phases": phases,
         "bursts": bursts,
     }
 
@@ -240,11 +271,27 @@ def report(results: list[dict[str, Any]], argv: Sequence[str], tree: str) -> str
             f"{q['max_ms']:.0f} | {cpu(r['cpu_per_event_ms'])} | "
             f"{cpu(r['cpu_per_plain_call_ms'])} |"
         )
+    lines += [
+        "",
+        "Where a buffered answer's time goes when the keys burst at once (from the executions' "
+        "saved data; the execution's start is n8n's `startedAt`):",
+        "",
+        "| n8n | execution start → its first node: median / max ms | execution start → answer "
+        "sent: median / max ms |",
+        "|---|---|---|",
+    ]
+    for r in results:
+        f, a = r["at_once_phases"]["start_to_first_node"], r["at_once_phases"]["start_to_answer"]
+        lines.append(
+            f"| {label(r)} | {f['median_ms']:.0f} / {f['max_ms']:.0f} | "
+            f"{a['median_ms']:.0f} / {a['max_ms']:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def label(result: dict[str, Any]) -> str:
-    return f"{result['n8n']} ({result['expression_engine']} expressions)"
+    settings = "".join(f", {k}={v}" for k, v in result.get("n8n_settings", {}).items())
+    return f"{result['n8n']} ({result['expression_engine']} expressions{settings})"
 
 
 def cpu(ms: float | None) -> str:
@@ -269,6 +316,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=lambda v: v.split(","),
         default=["default"],
         help="n8n 2.x's N8N_EXPRESSION_ENGINE: default (n8n's own), legacy, vm",
+    )
+    parser.add_argument(
+        "--n8n-setting",
+        type=lambda v: tuple(v.split("=", 1)),
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an n8n setting more (repeatable), e.g. N8N_EXPRESSION_ENGINE_POOL_SIZE=10",
     )
     parser.add_argument(
         "--out",

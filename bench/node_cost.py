@@ -33,6 +33,7 @@ from bench.harness.calls import call
 from bench.harness.results import RESULTS, command, measured, progress_for, tree_state
 from bench.harness.session import Bed, Span, running_bed
 from bench.harness.workspace import prepare, push
+from n8n_lockkit.primitives.nodekit import if_parameters
 from testbed.runtime import needs_node24
 
 progress = progress_for("node_cost")
@@ -61,29 +62,11 @@ def redis_get(key: str) -> Node:
 
 
 def if_node(condition: str) -> Node:
+    """An If node true when `condition` (a JS expression, without `={{ }}`) is."""
     return {
         "type": "n8n-nodes-base.if",
         "typeVersion": 2.2,
-        "parameters": {
-            "conditions": {
-                "options": {
-                    "caseSensitive": True,
-                    "leftValue": "",
-                    "typeValidation": "strict",
-                    "version": 2,
-                },
-                "conditions": [
-                    {
-                        "id": "c",
-                        "leftValue": condition,
-                        "rightValue": True,
-                        "operator": {"type": "boolean", "operation": "true", "singleValue": True},
-                    }
-                ],
-                "combinator": "and",
-            },
-            "options": {},
-        },
+        "parameters": if_parameters("node_cost", condition),
     }
 
 
@@ -103,7 +86,7 @@ VARIANTS: dict[str, list[Node]] = {
     "set, $json": [set_node("={{ ({ a: 1, b: $json.a }) }}")] * REPEAT,
     "set, one node ref": [SET_REF] * REPEAT,
     "set, debounce-like IIFE": [set_node(IIFE)] * REPEAT,
-    "if, one node ref": [if_node('={{ $("Webhook").first().json.body.who >= 0 }}')] * REPEAT,
+    "if, one node ref": [if_node('$("Webhook").first().json.body.who >= 0')] * REPEAT,
     "redis get, fixed key": [redis_get("node-cost-fixed")] * REPEAT,
     "redis get, key from node ref": [REDIS_REF] * REPEAT,
     **{f"answer after {n} redis + {n} set": [SET_REF, REDIS_REF] * n for n in (1, 3, 4)},
