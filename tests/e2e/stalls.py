@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -552,11 +553,12 @@ def webhook_body(execution: Execution) -> dict[str, Any]:
     return body
 
 
-def never_started(n8n: N8nInstance, workflow_id: str, scope: str) -> set[int]:
-    """Callers (`who`) on `scope` whose execution n8n created and never began: still
-    `running`, no node run, the Webhook's item still on its stack. Seen on 1.123.81 for calls
-    that arrived as its process was stopped: no node of ours ran, so no lock could answer them."""
-    found: set[int] = set()
+def never_started(n8n: N8nInstance, workflow_id: str, scope: str) -> dict[int, int | None]:
+    """Callers (`who`) on `scope` whose execution n8n created and never began, with when n8n
+    marked it started (epoch ms; None if it did not say): still `running`, no node run, the
+    Webhook's item still on its stack. Seen on 1.123.81 for calls that arrived as its process
+    was stopped: no node of ours ran, so no lock could answer them."""
+    found: dict[int, int | None] = {}
     for execution in saved_executions(n8n, workflow_id, status="running"):
         data = execution.get("data") or {}
         if (data.get("resultData") or {}).get("runData"):
@@ -566,8 +568,14 @@ def never_started(n8n: N8nInstance, workflow_id: str, scope: str) -> set[int]:
             items = ((entry.get("data") or {}).get("main") or [[]])[0] or []
             body = (items[0].get("json") or {}).get("body") or {} if items else {}
             if body.get("scope") == scope and isinstance(body.get("who"), int):
-                found.add(body["who"])
+                found[body["who"]] = _epoch_ms(execution.get("startedAt"))
     return found
+
+
+def _epoch_ms(stamp: object) -> int | None:
+    if not isinstance(stamp, str):
+        return None
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def caller_executions(
