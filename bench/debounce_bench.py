@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ import redis
 from bench.harness.calls import call
 from bench.harness.executions import listing, workflow_ids
 from bench.harness.results import RESULTS, command, measured, progress_for, tree_state
-from bench.harness.runs import Execution, end, run_data, webhook_body
+from bench.harness.runs import Execution, end, epoch_ms, run_data, webhook_body
 from bench.harness.session import Bed, Span, running_bed
 from bench.harness.stats import percentile
 from bench.harness.workspace import cli, prepare, push
@@ -141,8 +141,7 @@ def at_once(bed: Bed, key: str, tag: str, args: argparse.Namespace) -> list[floa
 
 
 def since_start_ms(execution: Execution, moment: float) -> float:
-    started = datetime.fromisoformat(str(execution["startedAt"]).replace("Z", "+00:00"))
-    return moment - started.timestamp() * 1000
+    return moment - epoch_ms(str(execution["startedAt"]))
 
 
 def answer_phases(bed: Bed, key: str, prefix: str) -> dict[str, dict[str, float]]:

@@ -16,7 +16,6 @@ whose key is an expression.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 import sys
@@ -32,7 +31,7 @@ from bench.debounce_bench import cpu_seconds
 from bench.harness.calls import call
 from bench.harness.results import RESULTS, command, measured, progress_for, tree_state
 from bench.harness.session import Bed, Span, running_bed
-from bench.harness.workspace import prepare, push
+from bench.harness.workspace import chained, node, prepare, push, webhook, write_template
 from n8n_lockkit.primitives.nodekit import if_parameters
 from testbed.runtime import needs_node24
 
@@ -96,36 +95,15 @@ PATHS = ["none", *(f"answer after {n} redis + {n} set" for n in (1, 3, 4))]
 
 def workflow(key: str, chain: list[Node]) -> dict[str, Any]:
     """Webhook → `chain` → End (a Set), answering with End's item."""
-    names = ["Webhook", *(f"N{i}" for i in range(len(chain))), "End"]
-    nodes: list[Node] = [
-        {
-            "name": "Webhook",
-            "type": "n8n-nodes-base.webhook",
-            "typeVersion": 2,
-            "parameters": {
-                "httpMethod": "POST",
-                "path": key,
-                "responseMode": "lastNode",
-                "options": {},
-            },
-            "webhookId": str(uuid.uuid5(uuid.NAMESPACE_URL, key)),
-        },
-        *({**node, "name": name} for name, node in zip(names[1:-1], chain, strict=True)),
-        {**set_node('{"done": true}'), "name": "End"},
-    ]
-    for index, each in enumerate(nodes):
-        each["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{key}:{each['name']}"))
-        each["position"] = [index * 200, 0]
-    connections = {
-        a: {"main": [[{"node": b, "type": "main", "index": 0}]]}
-        for a, b in itertools.pairwise(names)
-    }
-    return {
-        "name": f"node cost {key}",
-        "nodes": nodes,
-        "connections": connections,
-        "settings": {"executionOrder": "v1"},
-    }
+    body = [
+        node(key, f"N{index}", n["type"], n["typeVersion"], (index + 1) * 200, n["parameters"],
+             **{k: v for k, v in n.items() if k not in ("type", "typeVersion", "parameters")})
+        for index, n in enumerate(chain)
+    ]  # fmt: skip
+    done = set_node('{"done": true}')
+    end = node(key, "End", done["type"], done["typeVersion"], (len(chain) + 1) * 200,
+               done["parameters"])  # fmt: skip
+    return chained(key, [webhook(key), *body, end])
 
 
 def install(bed: Bed) -> dict[str, str]:
@@ -136,7 +114,7 @@ def install(bed: Bed) -> dict[str, str]:
     paths = {}
     for number, (kind, chain) in enumerate(VARIANTS.items()):
         key = f"node_cost_{number}_{tag}"
-        (root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow(key, chain)))
+        write_template(root, workflow(key, chain))
         paths[kind] = key
     push(root)
     return paths

@@ -42,6 +42,7 @@ from bench.harness.results import (
     versions,
     write_report,
 )
+from bench.harness.runs import epoch_ms
 from bench.harness.session import Span, running_bed
 from bench.harness.workspace import bench_workflow, cli, prepare, push, write_template
 from testbed.endpoints import N8nInstance
@@ -147,17 +148,13 @@ def breakdown(n8n: N8nInstance, root: Path, calls: int) -> dict[str, dict[str, f
             runs = (execution.get("data") or {}).get("resultData", {}).get("runData", {})
             if not any(name.endswith("Skipped") for name in runs):
                 continue  # the body ran: not a turned-away caller
-            started = _epoch_ms(str(execution["startedAt"]))
+            started = epoch_ms(str(execution["startedAt"]))
             first = min(r[0]["startTime"] for r in runs.values())
             times.setdefault(START, []).append(first - started)
             for name, run in runs.items():
                 times.setdefault(name, []).append(sum(r["executionTime"] for r in run))
         result[form] = {name: statistics.median(v) for name, v in times.items()}
     return result
-
-
-def _epoch_ms(stamp: str) -> float:
-    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def node_table(result: dict[str, Any]) -> list[str]:

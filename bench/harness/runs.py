@@ -12,6 +12,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 Execution = dict[str, Any]
@@ -19,6 +20,11 @@ NodeRun = dict[str, Any]
 Figures = dict[str, Any]
 REDIS = "n8n-nodes-base.redis"
 BODY = "Hold"  # the bench workflow's first body node
+
+
+def epoch_ms(stamp: str) -> float:
+    """An execution's ISO time (`startedAt`, `stoppedAt`) in epoch ms."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000
 
 
 def run_data(execution: Execution) -> Mapping[str, list[NodeRun]]:
