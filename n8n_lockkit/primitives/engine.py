@@ -396,14 +396,48 @@ def acquire(
     return c
 
 
-def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABELLED) -> Chain:
+def _wake_rows(c: Chain, verdict: str) -> list[Row]:
+    """A release whose waiters park wakes the one two behind it (release.js `wake`): Lock Wake
+    Read gets its listing ("<ms> <resume URL>", or nothing), Lock Wake Due? tells whether there
+    is one, Lock Wake Settle waits until it is PARK_SETTLE_MS old (its waiter is then in the
+    park), Lock Wake Next resumes it; a refusal (409: not parked yet) is sent again
+    PARK_RETRY_MS later, at most PARK_REFUSALS times in all (then the waiter is its
+    backstop's, or a watcher's: decide.js)."""
+    get_listing = {
+        "operation": "get",
+        "propertyName": "listing",
+        "key": f"={{{{ {verdict}.wake.key }}}}",
+        "keyType": "string",
+        "options": {"dotNotation": False},
+    }
+    listing = f"String({c.first('Lock Wake Read')}.listing ?? '')"
+    since = f"Number({listing}.split(' ')[0])"
+    url = f"={{{{ {listing}.slice({listing}.indexOf(' ') + 1) }}}}"
+    settle = f"={{{{ Math.max(0.01, ({PARK_SETTLE_MS} - (Date.now() - {since})) / 1000) }}}}"
+    body = f"={{{{ JSON.stringify({{ n8nlock_wake: {verdict}.wake.ticket }}) }}}}"
+    again = f"$json.statusCode === 409 && $runIndex < {PARK_REFUSALS - 1}"
+    resume = resume_request(url, body, RESUME_TIMEOUT_MS)
+    return [
+        Row("lock-wake-read", "Lock Wake Read", redis(get_listing, True), (4, 0)),
+        Row("lock-wake-due", "Lock Wake Due?", if_(f"{listing}.indexOf(' ') > 0"), (5, 0)),
+        Row("lock-wake-settle", "Lock Wake Settle", wait(settle), (6, 0)),
+        Row("lock-wake-next", "Lock Wake Next", resume, (7, 0)),
+        Row("lock-wake-again", "Lock Wake Again?", if_(again), (8, 0)),
+        Row("lock-wake-retry", "Lock Wake Retry", wait(f"={{{{ {PARK_RETRY_MS / 1000} }}}}"), (8, 1)),
+    ]
+
+
+def release(
+    key: str, held: str, origin: tuple[int, int], names: Names = UNLABELLED, parks: bool = False
+) -> Chain:
     """The release chain. `held` is a JS expression of the acquire's decision (the record).
     Exit `done` continues with the verdict {released, reason, scope, lock_id} (as its first
     item, or after the SET the items it wrote). A waiter's statistics are counted after the
-    lock is free: the next holder does not wait for them."""
+    lock is free: the next holder does not wait for them. With `parks` (the acquire's waiters
+    park) it then wakes the waiter two behind, if it parked (`_wake_rows`)."""
     c = Chain(key, names, origin)
     verdict = c.first(RELEASE_ENTRY)
-    script = templating.expression("engine/lock/release", held=held)
+    script = templating.expression("engine/lock/release", held=held, park=parks)
     stats = f"={{{{ {{ incr: {verdict}.incr }} }}}}"
     c.rows(
         [
@@ -424,5 +458,19 @@ def release(key: str, held: str, origin: tuple[int, int], names: Names = UNLABEL
             *chained("Lock Wait Stats", "Lock Wait Stats Items", "Lock Count Wait"),
         ]
     )
-    c.exit("done", ("Lock Waited?", 1), ("Lock Count Wait", 0))
+    if not parks:
+        c.exit("done", ("Lock Waited?", 1), ("Lock Count Wait", 0))
+        return c
+    c.rows(_wake_rows(c, verdict))
+    c.link(
+        [
+            ("Lock Waited?", 1, "Lock Wake Read"),
+            ("Lock Count Wait", 0, "Lock Wake Read"),
+            *chained("Lock Wake Read", "Lock Wake Due?", "Lock Wake Settle", "Lock Wake Next"),
+            ("Lock Wake Next", 0, "Lock Wake Again?"),
+            ("Lock Wake Again?", 0, "Lock Wake Retry"),
+            ("Lock Wake Retry", 0, "Lock Wake Next"),
+        ]
+    )
+    c.exit("done", ("Lock Wake Due?", 1), ("Lock Wake Again?", 1))
     return c

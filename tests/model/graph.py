@@ -120,7 +120,7 @@ def build(ttl: int = TTL_SECONDS, max_wait: int = MAX_WAIT_SECONDS) -> dict[str,
             "parks": bool(parks),
             "park_limit_ms": int(getattr(engine, "PARK_LIMIT_S", 0)) * 1000,
             "acquire": _group(engine.acquire("model", inputs, (0, 0), **parks)),
-            "release": _group(engine.release("model", HELD, (0, 1200))),
+            "release": _group(engine.release("model", HELD, (0, 1200), **parks)),
         }
     return out
 

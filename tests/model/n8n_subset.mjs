@@ -40,7 +40,7 @@ function compile(code) {
   if (!fn) {
     // n8n's expressions are JavaScript; `{{` / `}}` delimit them. A trailing line comment must
     // not swallow the closing parenthesis, hence the line break.
-    fn = new Function('$', '$json', '$input', '$execution', '$workflow', 'Date', 'Math', `return (${code}\n);`);
+    fn = new Function('$', '$json', '$input', '$execution', '$workflow', '$runIndex', 'Date', 'Math', `return (${code}\n);`);
     compiled.set(code, fn);
   }
   return fn;
@@ -66,7 +66,7 @@ function resolveString(value, scope) {
 }
 
 function evaluate(code, scope) {
-  return compile(code)(scope.$, scope.$json, scope.$input, scope.$execution, scope.$workflow, scope.Date, scope.Math);
+  return compile(code)(scope.$, scope.$json, scope.$input, scope.$execution, scope.$workflow, scope.$runIndex, scope.Date, scope.Math);
 }
 
 export function resolve(value, scope) {
@@ -150,7 +150,8 @@ export class Execution {
     this.Math = seededMath(env.random);
   }
 
-  scope(item, input) {
+  // `node`: the node the expression belongs to ($runIndex: how many times it ran before).
+  scope(item, input, node = null) {
     const execution = this;
     const $ = (name) => {
       if (!execution.workflow.nodes.has(name)) throw new NodeError(`Referenced node doesn't exist: ${name}`);
@@ -174,6 +175,7 @@ export class Execution {
       $input: { first: () => input[0], last: () => input[input.length - 1], all: () => input },
       $execution: { id: this.env.executionId, resumeUrl: `model://resume/${this.env.executionId}` },
       $workflow: { id: this.workflow.id, name: this.workflow.name },
+      $runIndex: node ? (this.runData.get(node.name) ?? []).length : 0,
       Date: this.Date,
       Math: this.Math,
     };
@@ -183,7 +185,7 @@ export class Execution {
     let value = node.parameters;
     for (const part of path.split('.')) value = value === undefined ? undefined : value[part];
     if (value === undefined) return fallback;
-    return resolve(value, this.scope(item, input));
+    return resolve(value, this.scope(item, input, node));
   }
 
   record(name, outputs) {
@@ -301,7 +303,7 @@ function* ifNode(execution, node, input) {
   for (const item of onceOrAll(node, input)) {
     yield { kind: 'step', node: node.name, what: 'if', item: 0 };
     execution.fault(node, 0);
-    const left = failing(node, () => resolve(condition.leftValue, execution.scope(item, input)));
+    const left = failing(node, () => resolve(condition.leftValue, execution.scope(item, input, node)));
     // Strict type validation lets null/undefined through (they are not true); any other
     // non-boolean fails the node.
     if (left !== null && left !== undefined && typeof left !== 'boolean') {
@@ -322,7 +324,7 @@ function* switchNode(execution, node, input) {
   for (const item of onceOrAll(node, input)) {
     yield { kind: 'step', node: node.name, what: 'switch', item: 0 };
     execution.fault(node, 0);
-    const index = failing(node, () => resolve(node.parameters.output, execution.scope(item, input)));
+    const index = failing(node, () => resolve(node.parameters.output, execution.scope(item, input, node)));
     if (!Number.isInteger(index) || index < 0 || index >= count) {
       throw Object.assign(new NodeError(`${node.name}: The output ${index} is not allowed`), { node: node.name });
     }

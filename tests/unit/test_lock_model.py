@@ -499,22 +499,18 @@ def test_callers_that_die_in_a_parked_line_cost_the_line_a_backstop_at_most(
     assert summary["events"]["backstops"] > 0, summary["events"]
 
 
-def test_a_holder_that_enters_without_waking_the_parked_waiter_behind_leaves_the_line_idle(
+def test_a_release_that_does_not_wake_the_parked_waiter_two_behind_leaves_the_line_idle(
     graphs: Path, tmp_path: Path
 ) -> None:
-    """Lock Decide's entering look wakes the parked waiter behind it (it may have parked
-    since the holder's last look). Without that wake the model finds the line idle until the
-    backstop."""
+    """The release wakes the waiter two tickets behind it when it parked (Lock Wake Read →
+    Lock Wake Next): it is second in line then. Without that wake the model finds the line
+    idle until the backstop."""
     data = json.loads(graphs.read_text(encoding="utf-8"))
-    wake = (
-        "if (parkedAt(next) !== null && woken[next] !== parkSince[next] "
-        "&& !out.dead_listings.includes(next)) {"
-    )
-    decide = next(n for n in data["mutex_park"]["acquire"]["nodes"] if n["name"] == "Lock Decide")
-    text = decide["parameters"]["jsonOutput"]
-    if wake not in text:
-        pytest.fail("the mutation of Lock Decide no longer applies to decide.js's text")
-    decide["parameters"]["jsonOutput"] = text.replace(wake, "if (false) {")
+    due = next(n for n in data["mutex_park"]["release"]["nodes"] if n["name"] == "Lock Wake Due?")
+    condition = due["parameters"]["conditions"]["conditions"][0]
+    if "listing" not in str(condition["leftValue"]):
+        pytest.fail("the mutation of Lock Wake Due? no longer applies to its condition")
+    condition["leftValue"] = "={{ false }}"
     broken = tmp_path / "mutated.json"
     broken.write_text(json.dumps(data), encoding="utf-8")
     args = ["--lock", "mutex_park", "--stalls", "0-0", "--redis-stalls", "0", "--stop-after", "1"]

@@ -39,6 +39,8 @@ class Held:
     record: str
     # A JS condition under which the execution holds it (None: whenever the release runs).
     when: str | None = None
+    # Its waiters park: the release wakes the one two behind it (engine.release(parks=True)).
+    parks: bool = False
 
 
 def executed(names: list[str]) -> str:
@@ -99,7 +101,7 @@ def inline(
             links += [(source, test) for source in feeding]
             feeding, passing = [(test, 0)], [(test, 1)]
             added.append(test)
-        group = engine.release(b.key, lock.record, (x + engine.STEP, y), lock.names)
+        group = engine.release(b.key, lock.record, (x + engine.STEP, y), lock.names, lock.parks)
         b.add_group(group)
         links += [(source, group.entry) for source in feeding]
         feeding = [*group.exits["done"], *passing]

@@ -479,7 +479,7 @@ def _release_inline(
         # Not "Lock Restore ran": n8n runs a Merge that lacks an input at the end of the
         # execution (with no output), so it has run after a skip too.
         when = f"{release_side.record(chains['lock'])}.state === 'enter'" if guard else None
-        held.append(release_side.Held(Names(), record, when))
+        held.append(release_side.Held(Names(), record, when, parks=lock.park))
     quiet: list[tuple[str, int]] = []
     if guard:
         record = release_side.record(chains["guard"])

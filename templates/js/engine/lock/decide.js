@@ -146,6 +146,8 @@ out.awake = (before !== null && before.awake === true) || resumed;
 out.backstop_at = unparked && !resumed ? now : before !== null && before.backstop_at ? before.backstop_at : null;
 const backstopped = out.backstop_at !== null && now - out.backstop_at < << park_backstop_awake_ms >>;
 out.registered = before !== null && before.registered === t ? t : null;
+// This waiter skipped the head before it (no release then wakes the waiter behind it).
+out.skipped_in = before !== null && before.ticket === t && (before.state === 'skip' || before.skipped_in === true);
 const staleListing = unparked || (before !== null && before.stale_listing === true);
 out.stale_listing = out.registered !== null && staleListing;
 const wakeThen = (k, then) => ({
@@ -226,12 +228,13 @@ if (t === head && !blocked) {
     ],
   };
 <% if park %>
-  // The waiter behind may have parked since this one's last look: it is next now.
-  const next = out.dead_listings.includes(t + N) ? t + 2 * N : t + N;
-  if (parkedAt(next) !== null && woken[next] !== parkSince[next] && !out.dead_listings.includes(next)) {
-    // Enters a moment later when the waiter behind has just listed itself: it is about to park.
-    if (!settled(next)) return { ...again('settle'), sleep_seconds: << park_retry_ms >> / 1000 };
-    return wakeThen(next, entering);
+  // A waiter that parked behind this one is woken by the release two tickets ahead of it
+  // (release.js), as it becomes second in line. A head that this waiter skipped released
+  // nothing: then this entry wakes it, once its listing has settled (it is about to park).
+  const behind = t + N;
+  if (out.skipped_in && parkedAt(behind) !== null && woken[behind] !== parkSince[behind] && !out.dead_listings.includes(behind)) {
+    if (!settled(behind)) return { ...again('settle'), sleep_seconds: << park_retry_ms >> / 1000 };
+    return wakeThen(behind, entering);
   }
   return entering;
 <% endif %>
@@ -392,9 +395,11 @@ const sleepMs = wakeMs > << min_poll_ms >>
 // Far back in line (not the next), its turn more than PARK_AFTER away, and not woken to stay
 // awake: park. Its resume URL is listed first (Lock Enqueue; its cleanup index entry waits for
 // a sleep: a parked execution is in n8n's database, it does not die with the process), then it
-// looks again, then it parks. The next in line reads that URL at every look after the
-// listing, entering included, and resumes it once: a waiter that finds itself next on the look
-// after listing empties its URL (Lock Enqueue) and stays awake instead.
+// looks again, then it parks. The release two tickets ahead of it reads that URL after its
+// release writes and resumes it (release.js): a look after the listing that still sees that
+// ticket ahead comes before the release, so the release's read finds the listing. A waiter
+// that finds itself next on the look after listing empties its URL (Lock Enqueue) and stays
+// awake instead.
 // And always behind a parked waiter: an awake waiter behind a parked one would hold a slot
 // the parked one needs to resume (n8n queues a resumed run for a slot like any other); with
 // the instance full of such waiters, nobody moves until the backstop.
@@ -412,13 +417,11 @@ const parkExpectedMs = heldMs > averageMs ? heldMs + (ahead - 1) * turnMs : expe
 const parkable = ahead >= 2 && (parkedAhead || (!out.awake && !quiet && !backstopped && parkExpectedMs > << park_after_ms >>));
 const waiting = { ...out, state: 'wait', expected_ms: expectedMs, wake_ms: wakeMs, overdue, sleep_seconds: Math.max(0.01, Math.round(sleepMs / 10) / 100) };
 const listing = (url, ttl) => ({ ...waiting, state: 'queue', listed: true, sleep_seconds: 0.01, queue: { key: `${ctx.base}<< keys.park >>${t}`, value: url, ttl } });
-// The next in line (or a head that waits for the one before it to leave) resumes the parked
-// waiter behind it; any waiter resumes a parked head it watched quiet WAKE_PARKED (its waker
-// died, or its resume was lost).
-const behindAt = out.dead_listings.includes(t + N) ? t + 2 * N : t + N;
-const behind = ahead <= 1 && unwoken(behindAt) && !out.dead_listings.includes(behindAt) ? behindAt : null;
+// A parked waiter is woken by the release two tickets ahead of it in its lane (release.js), as
+// it becomes second in line; any waiter resumes a parked head it watched quiet WAKE_PARKED (its
+// waker died, or its resume was lost).
 const lost = quiet && unwoken(head) && alive(head) && watchedMs >= << wake_parked_ms >> ? head : null;
-const target = behind ?? lost;
+const target = lost;
 let next;
 // A waiter back from a park lists itself anew before it parks again: its listing's new time
 // tells the waiter ahead to wake it again.
