@@ -34,7 +34,7 @@ from bench.harness.workspace import cli, prepare, push, wrap_args
 from tests.e2e.test_parking import responding_workflow
 
 RESULTS = Path(__file__).parent / "results"
-DESIGNS = {"polled": [], "parked": ["--park"]}
+DESIGNS = {"polled": ["--no-park"], "parked": ["--park"]}
 
 
 def rss_kib(port: int) -> int | None:

@@ -96,7 +96,7 @@ PROTOTYPES = {
     "hybrid_release": Prototype(parks=True, polls=True, step=2),
 }
 # The engine's designs: this checkout's add-lock-to-workflow, with these flags.
-ENGINE_DESIGNS = {"polling": (), "engine_parked": ("--park",)}
+ENGINE_DESIGNS = {"polling": ("--no-park",), "engine_parked": ("--park",)}
 DESIGNS = (*ENGINE_DESIGNS, *PROTOTYPES)
 LABELS = {
     "polling": "polling (today's engine)",

@@ -26,10 +26,17 @@ class N8nInstance:
     redis_db: int = 0
     redis_password: str = ""
     backend: str = "local"
+    queue_mode: bool = False  # EXECUTIONS_MODE=queue: the workspace's env says n8n.queueMode
 
 
 def instance_for(
-    *, base_url: str, api_key: str, version: str, redis: RedisEndpoint, backend: str
+    *,
+    base_url: str,
+    api_key: str,
+    version: str,
+    redis: RedisEndpoint,
+    backend: str,
+    queue_mode: bool = False,
 ) -> N8nInstance:
     return N8nInstance(
         base_url=base_url.rstrip("/"),
@@ -40,4 +47,5 @@ def instance_for(
         redis_db=redis.db,
         redis_password=redis.password,
         backend=backend,
+        queue_mode=queue_mode,
     )

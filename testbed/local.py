@@ -84,6 +84,7 @@ class LocalBackend:
             version=version,
             redis=redis,
             backend=self.name,
+            queue_mode=True,
         )
         return instance, cluster
 

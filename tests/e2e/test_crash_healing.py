@@ -79,8 +79,8 @@ PARKED = WAITERS - 2
 class CrashBed:
     n8n: RestartableN8n
     bed: LockBed
-    key: str  # the wrapped workflow's key, also its webhook path
-    park_key: str  # the same body wrapped with --park as well
+    key: str  # the wrapped workflow's key, also its webhook path; --no-park
+    park_key: str  # the same body wrapped as by default: its waiters park
 
     def workflow_id(self, key: str) -> str:
         return str(load_env(Workspace(self.bed.root), "e2e").data["workflows"][key]["id"])
@@ -103,7 +103,7 @@ def crash_bed(
             pytest.skip(f"the {testbed_backend.name} backend's n8n is not ours to kill")
         tag = uuid.uuid4().hex[:6]
         key, park_key = f"crash_{tag}", f"crashpark_{tag}"
-        root = wrapped_workspace(workdir / "ws", n8n.instance, {key: [], park_key: ["--park"]})
+        root = wrapped_workspace(workdir / "ws", n8n.instance, {key: ["--no-park"], park_key: []})
         client = redis.Redis.from_url(redis_endpoint.url, decode_responses=True)
         stack.callback(client.close)
         yield CrashBed(n8n, LockBed(root, n8n.instance, client), key, park_key)
