@@ -150,6 +150,12 @@ def mutex(lockbed: LockBed) -> str:
 
 
 @pytest.fixture(scope="module")
+def awake_mutex(lockbed: LockBed) -> str:
+    """The mutex with --no-park: every waiter waits awake (a parked one looks before it parks)."""
+    return install(lockbed, f"engine_awake_{uuid.uuid4().hex[:6]}", "--no-park")
+
+
+@pytest.fixture(scope="module")
 def ticketed_mutex(lockbed: LockBed) -> str:
     key = f"engine_tmutex_{uuid.uuid4().hex[:6]}"
     return install(lockbed, key, body=ticketed_workflow(key))
@@ -288,11 +294,12 @@ def test_an_arrival_while_a_fast_path_holder_holds_reads_the_line_and_waits(
 
 
 def test_waiters_sleep_until_their_expected_turn_before_their_first_read(
-    lockbed: LockBed, mutex: str, scope: str
+    lockbed: LockBed, awake_mutex: str, scope: str
 ) -> None:
     """A waiter's ticket INCR node also says how many tickets are ahead, the hold average and
-    when the holder entered, so it sleeps until its expected turn before it reads the line,
-    and is still served in its turn."""
+    when the holder entered, so an awake waiter (--no-park) sleeps until its expected turn
+    before it reads the line, and is still served in its turn."""
+    mutex = awake_mutex
     assert call(lockbed, mutex, scope, 0, hold_ms=600).status == 200  # an average, a release
     with ThreadPoolExecutor(4) as pool:
         holder = pool.submit(call, lockbed, mutex, scope, 1, hold_ms=600)
