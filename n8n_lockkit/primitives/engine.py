@@ -417,13 +417,14 @@ def _wake_rows(c: Chain, verdict: str) -> list[Row]:
     body = f"={{{{ JSON.stringify({{ n8nlock_wake: {verdict}.wake.ticket }}) }}}}"
     again = f"$json.statusCode === 409 && $runIndex < {PARK_REFUSALS - 1}"
     resume = resume_request(url, body, RESUME_TIMEOUT_MS)
+    retry = wait(f"={{{{ {PARK_RETRY_MS / 1000} }}}}")
     return [
         Row("lock-wake-read", "Lock Wake Read", redis(get_listing, True), (4, 0)),
         Row("lock-wake-due", "Lock Wake Due?", if_(f"{listing}.indexOf(' ') > 0"), (5, 0)),
         Row("lock-wake-settle", "Lock Wake Settle", wait(settle), (6, 0)),
         Row("lock-wake-next", "Lock Wake Next", resume, (7, 0)),
         Row("lock-wake-again", "Lock Wake Again?", if_(again), (8, 0)),
-        Row("lock-wake-retry", "Lock Wake Retry", wait(f"={{{{ {PARK_RETRY_MS / 1000} }}}}"), (8, 1)),
+        Row("lock-wake-retry", "Lock Wake Retry", retry, (8, 1)),
     ]
 
 
