@@ -70,9 +70,9 @@ FIRST_SLEEP_SECONDS = 3.0
 BOUND_SECONDS = 30.0  # issue 33: from n8n ready to the new caller's body
 DEAD = range(2, WAITERS + 2)  # the waiters' tickets (the holder drew 1)
 NEW_CALLER = WAITERS + 1  # its `who`
-# With --park the next in line waits awake and wakes the one behind it ahead of its turn (it
-# stays awake): the rest park.
-PARKED = WAITERS - 2
+# Parked (the default), the next in line waits awake; the rest park, and the release two
+# tickets ahead of each wakes it.
+PARKED = WAITERS - 1
 
 
 @dataclass
@@ -222,7 +222,7 @@ class Run:
 
 def crash_with_a_full_line(crash: CrashBed, scope: str, *, parked: bool = False) -> Run:
     """Caller 0 in its body, 10 callers in line behind it, each past its first sleep (`parked`:
-    the workflow wrapped with --park, and every waiter but the next two in line parked); kill n8n,
+    the workflow wrapped as by default, and every waiter but the next in line parked); kill n8n,
     start it again and, once the webhook answers, call once more."""
     bed, key = crash.bed, crash.park_key if parked else crash.key
     api = N8nClient(bed.n8n)
@@ -324,8 +324,8 @@ def test_a_new_caller_enters_within_30_s_of_n8n_ready_after_a_crash_with_a_holde
 def test_a_parked_line_after_a_crash_serves_its_parked_waiters_and_a_new_caller_within_30_s(
     crash_bed: CrashBed, unique_name: str
 ) -> None:
-    """The same crash with the workflow wrapped with --park as well: the next two in line wait
-    awake and die with n8n; the 8 behind them are parked, in n8n's database, and survive. Nothing
+    """The same crash with the workflow wrapped as by default (its waiters park): the next in
+    line waits awake and dies with n8n; the 9 behind it are parked, in n8n's database, and survive. Nothing
     is awake to resume them after the restart but their backstops: before the short backstop
     near the front (engine.PARK_NEAR_LIMIT_S), the first fired 60 s after its park, about 45 s
     after n8n was ready. Must hold:
@@ -351,7 +351,7 @@ def test_a_parked_line_after_a_crash_serves_its_parked_waiters_and_a_new_caller_
         default=str,
     )
     print(report)
-    assert len(run.in_flight) == 3, report  # the holder and the next two in line were awake
+    assert len(run.in_flight) == 2, report  # the holder and the next in line were awake
     assert all(status == 0 for status, _ in run.answers), report
     assert run.new_caller[0] == 200 and entered is not None, report
     assert len(served) == PARKED, report
