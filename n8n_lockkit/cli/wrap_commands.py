@@ -126,7 +126,7 @@ def ttl_option(what: str) -> Callable[[F], F]:
     default=None,
     help='Waiters further back than the next in line park (a Wait "On Webhook Call") '
     "instead of sleeping: they hold no n8n concurrency slot (n8n Cloud plans, "
-    "N8N_CONCURRENCY_PRODUCTION_LIMIT) and poll nothing; the next in line wakes the one "
+    "N8N_CONCURRENCY_PRODUCTION_LIMIT) and poll nothing; each release wakes the one two "
     "behind it. A webhook that answers with its last node then answers through a Respond "
     "to Webhook node (Lock Respond). Default for a new lock: on, except with "
     "--via-subworkflow, an --on-busy other than wait, a webhook that waits for its answer "

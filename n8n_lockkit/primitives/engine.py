@@ -60,8 +60,9 @@ MAX_SLEEP_MS = SKIP_GRACE_MS // 2  # the longest sleep before one's expected tur
 LOOK_WINDOW = 6
 # Parking (acquire(parks=True)): a waiter further back than the next in line whose turn is more
 # than PARK_AFTER_MS away parks in a Wait "On Webhook Call", which gives its n8n concurrency slot
-# back; the next in line stays awake and wakes the one behind it (bench/park_handoff.py:
-# "hybrid", a polling handoff with one waiter awake behind the holder).
+# back; the next in line stays awake, and each release wakes the parked waiter two tickets
+# behind it, second in line then (bench/park_handoff.py: "hybrid, woken after release", a
+# polling handoff with one waiter awake behind the holder and the wake off the handoff's path).
 # The park's backstop ("Limit Wait Time"): a lost resume costs this at most; a waiter parked
 # longer wakes, looks and parks again (3 node executions a minute, 2 of them Redis).
 PARK_LIMIT_S = 60
@@ -69,9 +70,10 @@ PARK_LIMIT_S = 60
 # an n8n crash the awake waiters died with the process and nothing resumes the parked ones but
 # their backstops. n8n's WaitTracker loads every wait due within 70 s when it starts, so a
 # near waiter's short backstop has fired by the time n8n is ready (or fires soon after), and it
-# heals the line (passes the dead, wakes the one behind). In steady state the WaitTracker looks
-# every 60 s, so a backstop under 60 s fires up to 60 s late (never later than PARK_LIMIT_S
-# would); it costs a look and a park per backstop, for two or three waiters per line.
+# heals the line (passes the dead, and its entry wakes the one behind). In steady state the
+# WaitTracker looks every 60 s, so a backstop under 60 s fires up to 60 s late (never later
+# than PARK_LIMIT_S would); it costs a look and a park per backstop, for two or three waiters
+# per line.
 PARK_NEAR_AHEAD = 3
 PARK_NEAR_LIMIT_S = 10
 # A waiter woken by its backstop stays awake this long before it parks again (decide.js), and
@@ -365,8 +367,9 @@ def acquire(
     holder_execution_id}.
 
     With `parks` a waiter far back in line parks (PARK_LIMIT_S) instead of sleeping, and the
-    next in line wakes the one behind it: only for a caller whose execution may end its run
-    and be resumed (not a sub-workflow's, not a webhook's in queue mode).
+    release wakes the one two behind it (`release(parks=True)`): only for a caller whose
+    execution may end its run and be resumed (not a sub-workflow's, not a webhook's in queue
+    mode).
 
     With `reads_first` a waiter reads the line before it sleeps, however far back it is: a
     replaying duplicate guard's, whose first read finds the key's done mark when the first

@@ -168,13 +168,14 @@ KEY_KINDS: tuple[KeyKind, ...] = (
         "the park's backstop and a minute",
         "Lock Enqueue (a waiter that parks lists its execution's resume URL before it parks; "
         "an empty value when it stays awake after all)",
-        "Lock Read Line (the next in line reads the one behind it; a waiter reads those of "
-        "the tickets it watches)",
-        'ticket t parks (`add-lock-to-workflow --park`): its execution waits in a Wait "On '
-        'Webhook Call" and holds no n8n concurrency slot. The next in line resumes it once '
-        "(Lock Wake), so that it is awake when its turn comes; a waiter that watched a parked "
-        "head quiet resumes it too. A head with this key is skipped only after the parked "
-        "grace.",
+        "Lock Wake Read (a release reads the one two behind it), Lock Read Line (a waiter "
+        "reads the one behind it and those of the tickets it watches)",
+        "ticket t parks (`add-lock-to-workflow`'s default): its execution waits in a Wait "
+        '"On Webhook Call" and holds no n8n concurrency slot. The release of ticket t - 2 (in '
+        "its lane) resumes it (Lock Wake Next), so that it is awake when its turn comes; a "
+        "waiter that skipped the head before it resumes the one behind it as it enters, and a "
+        "waiter that watched a parked head quiet resumes it too. A head with this key is "
+        "skipped only after the parked grace.",
     ),
     KeyKind(
         "hold_ms",
