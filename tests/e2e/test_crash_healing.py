@@ -326,9 +326,9 @@ def test_a_parked_line_after_a_crash_serves_its_parked_waiters_and_a_new_caller_
 ) -> None:
     """The same crash with the workflow wrapped as by default (its waiters park): the next in
     line waits awake and dies with n8n; the 9 behind it are parked, in n8n's database, and
-    survive. Nothing is awake to resume them after the restart but their backstops: before the
-    short backstop near the front (engine.PARK_NEAR_LIMIT_S), the first fired 60 s after its park, about 45 s
-    after n8n was ready. Must hold:
+    survive. Nothing is awake to resume them after the restart but their backstops: before
+    the short backstop near the front (engine.PARK_NEAR_LIMIT_S), the first fired 60 s after
+    its park, about 45 s after n8n was ready. Must hold:
     - every parked waiter is served after the restart (its body runs once), one body at a time,
       and the new caller, behind them all, comes last;
     - the new caller's body starts within 30 s of n8n being ready;
