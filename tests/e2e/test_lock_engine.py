@@ -391,6 +391,40 @@ def test_a_waiter_stopped_in_line_is_passed_at_once_by_the_cleanup_handler(
     assert handoff < 2000, f"the stopped waiter's ticket held up the line {handoff} ms"
 
 
+def failing_workflow(key: str) -> dict[str, Any]:
+    """engine_workflow whose last node fails the execution when the caller asks (`fail`),
+    after the body's end mark."""
+    workflow = engine_workflow(key)
+    answer = next(n for n in workflow["nodes"] if n["name"] == "Answer")
+    answer["parameters"]["jsonOutput"] = (
+        "={{ (() => { if ($('Webhook').first().json.body.fail) throw new Error('e2e: failing on "
+        "purpose'); return { who: $('Webhook').first().json.body.who }; })() }}"
+    )
+    return workflow
+
+
+def test_a_holder_that_fails_leaves_no_parked_waiter_asleep(lockbed: LockBed, scope: str) -> None:
+    """With --lock-on-error the cleanup handler frees a holder whose execution failed: no
+    release of its own runs, so none wakes the waiter parked two behind it. The next in line's
+    entry does (the holder's record says healed): the parked waiter's body follows the next in
+    line's, not its backstop (10 s, up to a minute more with n8n's WaitTracker)."""
+    key = f"engine_fails_{uuid.uuid4().hex[:6]}"
+    install(lockbed, key, "--lock-on-error", body=failing_workflow(key))
+    with ThreadPoolExecutor(3) as pool:
+        holder = pool.submit(call, lockbed, key, scope, 0, hold_ms=3000, fail=True)
+        wait_until(lambda: 0 in starts(lockbed, scope), 20, "the first caller holds the lock")
+        first = pool.submit(call, lockbed, key, scope, 1, hold_ms=500)
+        wait_until(partial(has_drawn, lockbed, scope, 2), 20, "the next in line's ticket")
+        second = pool.submit(call, lockbed, key, scope, 2, hold_ms=10)
+        wait_until(partial(has_drawn, lockbed, scope, 3), 20, "the second in line's ticket")
+        holder.result()
+        assert first.result().status == 200 and second.result().status == 200
+    bodies = spans(lockbed, scope)
+    assert most_at_once(list(bodies.values())) == 1
+    gap = bodies[2][0] - bodies[1][1]
+    assert gap < 3000, f"the waiter parked behind the next in line slept {gap} ms past its turn"
+
+
 def test_a_waiter_that_timed_out_leaves_the_line_at_once(
     lockbed: LockBed, mutex: str, scope: str
 ) -> None:

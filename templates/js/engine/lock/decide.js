@@ -230,9 +230,12 @@ if (t === head && !blocked) {
 <% if park %>
   // A waiter that parked behind this one is woken by the release two tickets ahead of it
   // (release.js), as it becomes second in line. A head that this waiter skipped released
-  // nothing: then this entry wakes it, once its listing has settled (it is about to park).
+  // nothing, and one that the cleanup handler freed (its record says healed: its execution
+  // failed or was stopped) ran no release: then this entry wakes it, once its listing has
+  // settled (it is about to park).
   const behind = t + N;
-  if (out.skipped_in && parkedAt(behind) !== null && woken[behind] !== parkSince[behind] && !out.dead_listings.includes(behind)) {
+  const healedBefore = records[t - N] !== null && records[t - N] !== undefined && records[t - N].healed === true;
+  if ((out.skipped_in || healedBefore) && parkedAt(behind) !== null && woken[behind] !== parkSince[behind] && !out.dead_listings.includes(behind)) {
     if (!settled(behind)) return { ...again('settle'), sleep_seconds: << park_retry_ms >> / 1000 };
     return wakeThen(behind, entering);
   }
