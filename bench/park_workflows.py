@@ -99,8 +99,8 @@ PROTOTYPES = {
 ENGINE_DESIGNS = {"polling": ("--no-park",), "engine_parked": ("--park",)}
 DESIGNS = (*ENGINE_DESIGNS, *PROTOTYPES)
 LABELS = {
-    "polling": "the engine, `--no-park` (every waiter polls)",
-    "engine_parked": "the engine, parked (the default)",
+    "polling": "polling (today's engine)",
+    "engine_parked": "the engine with `--park`",
     "polled": "prototype, all poll",
     "parked": "parked",
     "hybrid_entry": "hybrid, woken at entry",

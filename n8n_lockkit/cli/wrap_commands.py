@@ -128,10 +128,8 @@ def ttl_option(what: str) -> Callable[[F], F]:
     "instead of sleeping: they hold no n8n concurrency slot (n8n Cloud plans, "
     "N8N_CONCURRENCY_PRODUCTION_LIMIT) and poll nothing; each release wakes the one two "
     "behind it. A webhook that answers with its last node then answers through a Respond "
-    "to Webhook node (Lock Respond). Default for a new lock: on, except with "
-    "--via-subworkflow, an --on-busy other than wait, a webhook that waits for its answer "
-    "in a queue-mode env (n8n.queueMode), or a last-node answer Lock Respond cannot give "
-    "(the plan says why). --no-park: every waiter sleeps awake. See docs/parking.md.",
+    "to Webhook node (Lock Respond). Default: off. Not with --via-subworkflow; see "
+    "docs/parking.md.",
 )
 @env_option("Env to register in", multiple=True)
 @dry_run_option
@@ -157,9 +155,9 @@ def add_lock_to_workflow(
 ) -> None:
     """Run a workflow's body under a lock, released once at the end.
 
-    Puts the lock's nodes after each trigger (waiters are served in arrival order; those
-    further back park and hold no n8n capacity, see --park) and a single release after
-    every branch of the body has finished; the body sees the trigger's items as before.
+    Puts the lock's nodes after each trigger (waiters are served in arrival order and
+    sleep until their turn, or park with --park) and a single release after every branch
+    of the body has finished; the body sees the trigger's items as before.
     A static scope is added to lockScopes of the env(s), and a static scope the lock had
     leaves them when no workflow locks it any more. Run again, it changes only what is
     given: an option left out keeps what the lock has, `default` puts a value back to its
@@ -175,7 +173,8 @@ def add_lock_to_workflow(
         n8nlock add-lock-to-workflow --workflow-key enrich --scope-expression openai \\
             --max-concurrent 3
         n8nlock add-lock-to-workflow --workflow-key nightly --on-busy buffer-one
-        n8nlock add-lock-to-workflow --workflow-key chat --no-park
+        n8nlock add-lock-to-workflow --workflow-key chat --scope-expression \\
+            "={{ $json.body.chatId }}" --park
         n8nlock add-lock-to-workflow --workflow-key orders --ttl-seconds default
     """
     from n8n_lockkit.rewrite.plans import wrap_plans as rewrite

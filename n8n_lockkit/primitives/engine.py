@@ -250,7 +250,7 @@ def _park_rows(s: dict[str, str]) -> list[Row]:
     wake = resume_request(s["wake_url"], s["wake_body"], RESUME_TIMEOUT_MS)
     return [
         Row("lock-park", "Lock Park", park(s["park"]), (6, 3)),
-        Row("lock-wake", "Lock Wake", wake, (5, 3)),
+        Row("lock-wake", "Lock Wake", wake, (4, 3)),
     ]
 
 
@@ -262,7 +262,9 @@ _PARK_EDGES: list[Edge] = [
 ]
 
 
-def _acquire_rows(c: Chain, s: dict[str, str], routes: list[tuple[str, ...]]) -> list[Row]:
+def _acquire_rows(
+    c: Chain, s: dict[str, str], routes: list[tuple[str, ...]], parks: bool
+) -> list[Row]:
     """Row 0 is the path an uncontended call takes, left to right; the slow paths (reading the
     line, waiting, skipping a dead head, giving up, withdrawing) fold into the rows below. Lock
     Route is drawn about two rows tall, so the cell under it stays empty."""
@@ -295,7 +297,8 @@ def _acquire_rows(c: Chain, s: dict[str, str], routes: list[tuple[str, ...]]) ->
         # Not entering: wait, skip a dead head, draw again, or give up.
         Row("lock-sleep", "Lock Sleep", wait(s["sleep"]), (6, 2)),
         # Before a sleep: the waiter's cleanup index entry, or its alive beacon (decide.js).
-        Row("lock-enqueue", "Lock Enqueue", redis(_ENQUEUE, True), (5, 2)),
+        # (Lock Route's park outputs make it taller: then a row lower, beside Lock Park.)
+        Row("lock-enqueue", "Lock Enqueue", redis(_ENQUEUE, True), (5, 3 if parks else 2)),
         Row("lock-skip-items", "Lock Skip Items", split_out("skip"), (7, 2)),
         Row("lock-skip", "Lock Skip Head", redis(SET_EACH, False), (8, 2)),
         Row("lock-give-up-items", "Lock Give-Up Items", split_out("leave"), (2, 1)),
@@ -378,7 +381,7 @@ def acquire(
     waiting = _ROUTES + (_PARK_ROUTES if parks else ())
     routes = _routes(waiting, skips)
     s = _scripts(c, inputs, options, parks, reads_first)
-    c.rows(_acquire_rows(c, s, routes))
+    c.rows(_acquire_rows(c, s, routes, parks))
     c.entry = c.name("Lock Context")
     c.link(_ACQUIRE_EDGES)
     c.exit("held", ("Lock Verify", 1), ("Lock Was Skipped?", 1))
@@ -422,12 +425,13 @@ def _wake_rows(c: Chain, verdict: str) -> list[Row]:
     resume = resume_request(url, body, RESUME_TIMEOUT_MS)
     retry = wait(f"={{{{ {PARK_RETRY_MS / 1000} }}}}")
     return [
-        Row("lock-wake-read", "Lock Wake Read", redis(get_listing, True), (4, 0)),
-        Row("lock-wake-due", "Lock Wake Due?", if_(f"{listing}.indexOf(' ') > 0"), (5, 0)),
-        Row("lock-wake-settle", "Lock Wake Settle", wait(settle), (6, 0)),
-        Row("lock-wake-next", "Lock Wake Next", resume, (7, 0)),
-        Row("lock-wake-again", "Lock Wake Again?", if_(again), (8, 0)),
-        Row("lock-wake-retry", "Lock Wake Retry", retry, (8, 1)),
+        # Under the release's statistics row.
+        Row("lock-wake-read", "Lock Wake Read", redis(get_listing, True), (0, 2)),
+        Row("lock-wake-due", "Lock Wake Due?", if_(f"{listing}.indexOf(' ') > 0"), (1, 2)),
+        Row("lock-wake-settle", "Lock Wake Settle", wait(settle), (2, 2)),
+        Row("lock-wake-next", "Lock Wake Next", resume, (3, 2)),
+        Row("lock-wake-again", "Lock Wake Again?", if_(again), (3, 3)),
+        Row("lock-wake-retry", "Lock Wake Retry", retry, (2, 3)),
     ]
 
 

@@ -70,8 +70,8 @@ FIRST_SLEEP_SECONDS = 3.0
 BOUND_SECONDS = 30.0  # issue 33: from n8n ready to the new caller's body
 DEAD = range(2, WAITERS + 2)  # the waiters' tickets (the holder drew 1)
 NEW_CALLER = WAITERS + 1  # its `who`
-# Parked (the default), the next in line waits awake; the rest park, and the release two
-# tickets ahead of each wakes it.
+# With --park the next in line waits awake; the rest park, and the release two tickets ahead
+# of each wakes it.
 PARKED = WAITERS - 1
 
 
@@ -79,8 +79,8 @@ PARKED = WAITERS - 1
 class CrashBed:
     n8n: RestartableN8n
     bed: LockBed
-    key: str  # the wrapped workflow's key, also its webhook path; --no-park
-    park_key: str  # the same body wrapped as by default: its waiters park
+    key: str  # the wrapped workflow's key, also its webhook path
+    park_key: str  # the same body wrapped with --park as well
 
     def workflow_id(self, key: str) -> str:
         return str(load_env(Workspace(self.bed.root), "e2e").data["workflows"][key]["id"])
@@ -103,7 +103,7 @@ def crash_bed(
             pytest.skip(f"the {testbed_backend.name} backend's n8n is not ours to kill")
         tag = uuid.uuid4().hex[:6]
         key, park_key = f"crash_{tag}", f"crashpark_{tag}"
-        root = wrapped_workspace(workdir / "ws", n8n.instance, {key: ["--no-park"], park_key: []})
+        root = wrapped_workspace(workdir / "ws", n8n.instance, {key: [], park_key: ["--park"]})
         client = redis.Redis.from_url(redis_endpoint.url, decode_responses=True)
         stack.callback(client.close)
         yield CrashBed(n8n, LockBed(root, n8n.instance, client), key, park_key)
@@ -222,7 +222,7 @@ class Run:
 
 def crash_with_a_full_line(crash: CrashBed, scope: str, *, parked: bool = False) -> Run:
     """Caller 0 in its body, 10 callers in line behind it, each past its first sleep (`parked`:
-    the workflow wrapped as by default, and every waiter but the next in line parked); kill n8n,
+    the workflow wrapped with --park, and every waiter but the next in line parked); kill n8n,
     start it again and, once the webhook answers, call once more."""
     bed, key = crash.bed, crash.park_key if parked else crash.key
     api = N8nClient(bed.n8n)
@@ -324,11 +324,11 @@ def test_a_new_caller_enters_within_30_s_of_n8n_ready_after_a_crash_with_a_holde
 def test_a_parked_line_after_a_crash_serves_its_parked_waiters_and_a_new_caller_within_30_s(
     crash_bed: CrashBed, unique_name: str
 ) -> None:
-    """The same crash with the workflow wrapped as by default (its waiters park): the next in
-    line waits awake and dies with n8n; the 9 behind it are parked, in n8n's database, and
-    survive. Nothing is awake to resume them after the restart but their backstops: before
-    the short backstop near the front (engine.PARK_NEAR_LIMIT_S), the first fired 60 s after
-    its park, about 45 s after n8n was ready. Must hold:
+    """The same crash with the workflow wrapped with --park as well: the next in line waits
+    awake and dies with n8n; the 9 behind it are parked, in n8n's database, and survive.
+    Nothing is awake to resume them after the restart but their backstops: before the short
+    backstop near the front (engine.PARK_NEAR_LIMIT_S), the first fired 60 s after its park,
+    about 45 s after n8n was ready. Must hold:
     - every parked waiter is served after the restart (its body runs once), one body at a time,
       and the new caller, behind them all, comes last;
     - the new caller's body starts within 30 s of n8n being ready;

@@ -1,14 +1,12 @@
-"""Waiting that holds nothing (issue 33): wrapped as add-lock-to-workflow does by default (its
-waiters park), a line of callers on one scope leaves n8n's other workflows their concurrency
-slots.
+"""Waiting that holds nothing (issue 33): with `--park`, a line of callers on one scope leaves n8n's
+other workflows their concurrency slots.
 
 n8n runs with N8N_CONCURRENCY_PRODUCTION_LIMIT=4, as every n8n Cloud plan does. Twelve webhook
 callers (answered by a Respond to Webhook node) line up on one scope with bodies of 0.8 s. With
 today's polling every waiter is a running execution and keeps its slot, so a one-node workflow
-of no lock at all queues behind the line (issue 33 measured 8.45 s against 0.44 s alone; the
-control here is wrapped with `--no-park`). Parked, a waiter further back than the next in line
-waits in a Wait "On Webhook Call", which frees its slot; the next in line wakes the one behind
-it.
+of no lock at all queues behind the line (issue 33 measured 8.45 s against 0.44 s alone). With
+`--park` a waiter further back than the next in line parks in a Wait "On Webhook Call", which
+frees its slot; the release two tickets ahead of it wakes it.
 
 Held here: the unrelated workflow answers within 0.5 s of its time alone while the line
 drains (the median call; at most a quarter over, none over 2 s: assert_within_margin); every
@@ -89,9 +87,9 @@ class ParkBed:
     redis: redis.Redis
     root: Path
     version: str
-    lock_key: str  # wrapped as add-lock-to-workflow does by default: its waiters park
-    polled_key: str  # the same body wrapped with --no-park: the control
-    last_node_key: str  # the engine tests' body as it is (answers with its last node), default
+    lock_key: str  # wrapped with --park
+    polled_key: str  # the same body wrapped without it: the control
+    last_node_key: str  # the engine tests' body as it is (answers with its last node), --park
     unrelated_key: str
 
 
@@ -248,7 +246,7 @@ def park_bed(
             (unrelated_key, unrelated_workflow(unrelated_key)),
         ):
             (root / "workflows" / f"{key}.template.json").write_text(json.dumps(workflow))
-        for key, flags in ((lock_key, []), (polled_key, ["--no-park"]), (last_node_key, [])):
+        for key, flags in ((lock_key, ["--park"]), (polled_key, []), (last_node_key, ["--park"])):
             run_cli(
                 root, "add-lock-to-workflow", "--workflow-key", key,
                 "--scope-expression", "={{ $json.body.scope }}", "--ttl-seconds", "60",
@@ -464,7 +462,7 @@ def test_a_schedule_that_outruns_its_body_parks_its_line_and_leaves_other_workfl
     bed = park_bed
     tag = uuid.uuid4().hex[:6]
     key, scope = f"sched_{tag}", f"sched-{tag}"
-    install_scheduled(bed.root, key, scope)  # parked: the default
+    install_scheduled(bed.root, key, scope, "--park")
     alone = statistics.median(_unrelated(bed) for _ in range(5))
     began = time.monotonic()
     run_cli(bed.root, "push", "--env", "e2e", "--activate", key)

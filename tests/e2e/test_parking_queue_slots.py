@@ -156,8 +156,8 @@ def test_with_two_job_slots_per_worker_a_parked_schedule_leaves_other_workflows_
     for _ in range(3):  # the first calls of a new workflow compile its expressions
         _unrelated(bed)
     alone = statistics.median(_unrelated(bed) for _ in range(5))
-    polled_firing, polled_draining, polled_runs = _scheduled_line(bed, "--no-park")
-    parked_firing, parked_draining, parked_runs = _scheduled_line(bed)  # the default
+    polled_firing, polled_draining, polled_runs = _scheduled_line(bed)
+    parked_firing, parked_draining, parked_runs = _scheduled_line(bed, "--park")
     figures = (
         f"unrelated alone {alone:.2f} s; "
         f"{_figures('polled', polled_firing, polled_draining, polled_runs)}; "

@@ -21,7 +21,9 @@ LOCK = LockConfig("={{ 'order-' + $json.body.orderId }}", 300, 60)
 RATE = RateLimitConfig("=api-{{ $json.body.customer }}", 5, 60)
 FORMS: dict[str, tuple[LockConfig | None, Rates]] = {
     "lock": (LOCK, None),
+    "lock, parked": (dataclasses.replace(LOCK, park=True), None),
     "lock+rate": (LOCK, RATE),
+    "lock+rate, parked": (dataclasses.replace(LOCK, park=True), RATE),
     "lock+waiting rate": (LOCK, dataclasses.replace(RATE, on_denied="wait")),
     "rate": (None, RATE),
     "semaphore, fail fast": (dataclasses.replace(LOCK, max_concurrent=3, on_busy="error"), None),

@@ -34,7 +34,6 @@ from n8n_lockkit.rewrite.plans.options import (
     setting_changes,
 )
 from n8n_lockkit.rewrite.plans.own_error_workflow import runs_cleanup
-from n8n_lockkit.rewrite.plans.waiting import default_park
 from n8n_lockkit.rewrite.wrapping.compose import BURST_ITEMS, compose, read_layers
 from n8n_lockkit.rewrite.wrapping.configs import Rates
 from n8n_lockkit.rewrite.wrapping.debounce_wrap import DebounceConfig
@@ -233,14 +232,11 @@ def _plan_lock(
     config: LockConfig,
     envs: Sequence[EnvFile],
     ttl_note: str,
-    notes: Sequence[str] = (),
 ) -> Plan:
     """The workflow with `config` as its lock (or, for a guard's config, its guard);
-    `ttl_note` says where its TTL came from when the workflow's default gave it, `notes`
-    what else the plan says first."""
+    `ttl_note` says where its TTL came from when the workflow's default gave it."""
     body = before.body
     messages = [f"{ttl_note}: {_TTL_ADVICE[config.dedupe]}"] if ttl_note else []
-    messages += notes
     parse_scope(config.scope)
     # The inline form needs no primitive; the sub-workflow form calls two.
     needed = [LOCK_ACQUISITION.key, LOCK_RELEASE.key] if config.via_subworkflow else []
@@ -290,30 +286,10 @@ def plan_add_lock(
     workspace: Workspace, key: str, given: LockOptions, envs: Sequence[EnvFile]
 ) -> Plan:
     """The workflow under a lock: an option not given keeps what the lock has (the default for
-    a new lock; the TTL's default is `default_ttl`, the way of waiting `default_park`'s),
-    `default` takes the default."""
+    a new lock; the TTL's default is `default_ttl`), `default` takes the default."""
     before = _load_wrapped(workspace, key)
     config, ttl_note = merged_lock(before.lock, given, lambda: default_ttl(before.body), key)
-    notes: list[str] = []
-    # Not given, the way of waiting is the default for a new lock and for a lock whose form
-    # changes (inline or sub-workflow, waiting or not); otherwise the lock keeps its own.
-    current = before.lock
-    reformed = current is not None and (current.via_subworkflow, current.on_busy) != (
-        config.via_subworkflow,
-        config.on_busy,
-    )
-    if given.park is None and (current is None or reformed):
-        config, notes = default_park(
-            before.body,
-            key,
-            config,
-            before.rate,
-            before.guard,
-            before.debounce,
-            envs,
-            own_cleanup=runs_cleanup(workspace, before.body),
-        )
-    return _plan_lock(workspace, key, before, config, envs, ttl_note, notes)
+    return _plan_lock(workspace, key, before, config, envs, ttl_note)
 
 
 def dedupe_scope(workflow: str, key_expression: str) -> str:
