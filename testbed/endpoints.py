@@ -26,17 +26,10 @@ class N8nInstance:
     redis_db: int = 0
     redis_password: str = ""
     backend: str = "local"
-    queue_mode: bool = False  # EXECUTIONS_MODE=queue: the workspace's env says n8n.queueMode
 
 
 def instance_for(
-    *,
-    base_url: str,
-    api_key: str,
-    version: str,
-    redis: RedisEndpoint,
-    backend: str,
-    queue_mode: bool = False,
+    *, base_url: str, api_key: str, version: str, redis: RedisEndpoint, backend: str
 ) -> N8nInstance:
     return N8nInstance(
         base_url=base_url.rstrip("/"),
@@ -47,5 +40,4 @@ def instance_for(
         redis_db=redis.db,
         redis_password=redis.password,
         backend=backend,
-        queue_mode=queue_mode,
     )

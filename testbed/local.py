@@ -84,7 +84,6 @@ class LocalBackend:
             version=version,
             redis=redis,
             backend=self.name,
-            queue_mode=True,
         )
         return instance, cluster
 

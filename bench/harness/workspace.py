@@ -74,9 +74,6 @@ def prepare(root: Path, n8n: N8nInstance, run: Run = cli) -> None:
     """A workspace `root` with env `bench` on the test bed's n8n and its Redis credential.
     `run` is the n8nlock to use (this checkout's, or another tree's)."""
     run(root.parent, "init", str(root), "--env", "bench", "--url", n8n.base_url)
-    if n8n.queue_mode:  # webhook callers then wait awake (a parked one would get an empty 200)
-        env = root / "envs" / "bench.yml"
-        env.write_text(env.read_text().replace("\nn8n:\n", "\nn8n:\n  queueMode: true\n", 1))
     run(root, "redis-credential", "--host", n8n.redis_host, "--port", str(n8n.redis_port))
 
 

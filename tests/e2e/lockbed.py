@@ -65,10 +65,7 @@ def init_workspace(root: Path, n8n: N8nInstance, lock_scopes: list[str]) -> Path
     env = root / "envs" / "e2e.yml"
     text = env.read_text().replace("apiKeyEnv: N8N_API_KEY", f"apiKeyEnv: {API_KEY_VARIABLE}")
     scopes = json.dumps(lock_scopes)
-    text = text.replace("lockScopes: []", f"lockScopes: {scopes}")
-    if n8n.queue_mode:  # what a user of a queue-mode n8n states: webhook callers then wait awake
-        text = text.replace("\nn8n:\n", "\nn8n:\n  queueMode: true\n", 1)
-    env.write_text(text)
+    env.write_text(text.replace("lockScopes: []", f"lockScopes: {scopes}"))
     credential = [
         "redis-credential",
         "--host",

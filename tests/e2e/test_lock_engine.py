@@ -152,7 +152,10 @@ def mutex(lockbed: LockBed) -> str:
 @pytest.fixture(scope="module")
 def parked_mutex(lockbed: LockBed) -> str:
     """The mutex with --park: a waiter two or more places back parks, and the release two
-    tickets ahead of it wakes it."""
+    tickets ahead of it wakes it. Regular mode only: in queue mode n8n answers a parked
+    webhook caller at once (docs/parking.md)."""
+    if topology() == "queue":
+        pytest.skip("queue mode answers a parked webhook caller at once, with an empty 200")
     return install(lockbed, f"engine_parked_{uuid.uuid4().hex[:6]}", "--park")
 
 
@@ -416,6 +419,8 @@ def test_a_holder_that_fails_leaves_no_parked_waiter_asleep(lockbed: LockBed, sc
     release of its own runs, so none wakes the waiter parked two behind it. The next in line's
     entry does (the holder's record says healed): the parked waiter's body follows the next in
     line's, not its backstop (10 s, up to a minute more with n8n's WaitTracker)."""
+    if topology() == "queue":
+        pytest.skip("queue mode answers a parked webhook caller at once, with an empty 200")
     key = f"engine_fails_{uuid.uuid4().hex[:6]}"
     install(lockbed, key, "--lock-on-error", "--park", body=failing_workflow(key))
     with ThreadPoolExecutor(3) as pool:
