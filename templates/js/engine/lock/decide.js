@@ -16,8 +16,8 @@ const asked = << decided >> ? << decision >> : null;
 // is forgotten, so that a later look wakes that listing again, after PARK_RETRY when this one
 // was about to enter (it enters once the waiter behind is woken). After PARK_REFUSALS in a row,
 // or a 404 (no such execution), that waiter is taken for dead (it died on its way to the park,
-// or parked and was deleted): the one behind it is woken instead, and a head so listed gets the
-// plain skip grace. A resume not answered in time is on its way (n8n answers once the resumed
+// or parked and was deleted): this one wakes it no more, and a head so listed gets the plain
+// skip grace. A resume not answered in time is on its way (n8n answers once the resumed
 // run has a slot).
 if (asked !== null && asked.state === 'wake') {
   const answer = << woke >>.isExecuted ? << woke >>.first().json : {};

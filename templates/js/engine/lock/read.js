@@ -63,10 +63,10 @@ sleepFirstMs = null;
 const turnedAway = ctx.on_busy === 'skip' || ctx.on_busy === 'buffer-one';
 const named = lastOut >= 1 || (turnedAway && (entered || fastValue === ticket));
 <% if park %>
-// Back from a park that a release resumed (the one two tickets ahead: release.js) or a waiter
-// that watched it as a quiet head (decide.js keeps such a waiter awake): the head is at most
-// two places ahead, where the park's own look saw it far back. (A wrong guess costs one more look:
-// decide.js reads again what it lacks.)
+// Back from a park that a release resumed (the one two tickets ahead: release.js), an entry
+// after a head that ran no release, or a waiter that watched it as a quiet head (decide.js
+// keeps such a waiter awake): the head is at most two places ahead, where the park's own look
+// saw it far back. (A wrong guess costs one more look: decide.js reads again what it lacks.)
 const park = before !== null && before.state === 'park' && << parked >>.isExecuted ? << parked >>.first().json : null;
 const resumed = park !== null && park.body !== undefined && park.body !== null && Number(park.body.n8nlock_wake) === ticket;
 const guess = resumed ? Math.max(before.head, ticket - 2 * N) : before ? before.head : (N === 1 && named && lastOut < ticket ? lastOut + 1 : ticket - N);
@@ -89,8 +89,9 @@ const reach = ctx.on_busy === 'buffer-one' || (before && before.state === 'skip'
 for (let k = guess; k < ticket && window.length < reach; k += N) if (k >= 1) window.push(k);
 <% if park %>
 // The resume URLs (`park:<t>`) of the window (a parked head it may wake, parked waiters ahead
-// of it) and of the waiter right behind it: when this one skips the head, that waiter is second
-// in line, and this skip wakes it as the head's release would have (decide.js).
+// of it) and of the waiter right behind it: when this one enters after a head that ran no
+// release (it skipped the head, or the cleanup handler freed it), that waiter is second in line
+// and this entry wakes it, as the head's release would have (decide.js).
 const parks = [ticket + N, ...window];
 <% endif %>
 return {
