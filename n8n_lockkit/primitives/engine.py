@@ -262,19 +262,23 @@ _PARK_EDGES: list[Edge] = [
 ]
 
 
+def _get_one(field: str, key: str) -> dict[str, Any]:
+    """A Redis GET of the one key `key` (an expression) into the item's `field`."""
+    return {
+        "operation": "get",
+        "propertyName": field,
+        "key": key,
+        "keyType": "string",
+        "options": {"dotNotation": False},
+    }
+
+
 def _acquire_rows(
     c: Chain, s: dict[str, str], routes: list[tuple[str, ...]], parks: bool
 ) -> list[Row]:
     """Row 0 is the path an uncontended call takes, left to right; the slow paths (reading the
     line, waiting, skipping a dead head, giving up, withdrawing) fold into the rows below. Lock
     Route is drawn about two rows tall, so the cell under it stays empty."""
-    get_gone = {
-        "operation": "get",
-        "propertyName": "gone",
-        "key": s["gone"],
-        "keyType": "string",
-        "options": {"dotNotation": False},
-    }
     return [
         Row("lock-context", "Lock Context", set_raw(s["context"]), (0, 0)),
         Row("lock-input-valid", "Lock Input Valid?", if_("$json.problem === null"), (1, 0)),
@@ -289,7 +293,12 @@ def _acquire_rows(
         Row("lock-hold", "Lock Hold", redis(SET_EXPIRING_EACH, False), (7, 0)),
         # Entered late? Read the ticket's mark; a skipped caller withdraws and draws again.
         Row("lock-verify", "Lock Verify", if_(s["verify"]), (8, 0)),
-        Row("lock-check-skipped", "Lock Check Skipped", redis(get_gone, True), (8, 1)),
+        Row(
+            "lock-check-skipped",
+            "Lock Check Skipped",
+            redis(_get_one("gone", s["gone"]), True),
+            (8, 1),
+        ),
         Row("lock-was-skipped", "Lock Was Skipped?", if_("$json.gone !== null"), (0, 2)),
         Row("lock-withdraw", "Lock Withdraw", set_raw(s["withdraw"]), (1, 2)),
         Row("lock-withdraw-items", "Lock Withdraw Items", split_out("set"), (2, 2)),
@@ -409,13 +418,7 @@ def _wake_rows(c: Chain, verdict: str) -> list[Row]:
     park), Lock Wake Next resumes it; a refusal (409: not parked yet) is sent again
     PARK_RETRY_MS later, at most PARK_REFUSALS times in all (then the waiter is its
     backstop's, or a watcher's: decide.js)."""
-    get_listing = {
-        "operation": "get",
-        "propertyName": "listing",
-        "key": f"={{{{ {verdict}.wake.key }}}}",
-        "keyType": "string",
-        "options": {"dotNotation": False},
-    }
+    get_listing = _get_one("listing", f"={{{{ {verdict}.wake.key }}}}")
     listing = f"String({c.first('Lock Wake Read')}.listing ?? '')"
     since = f"Number({listing}.split(' ')[0])"
     url = f"={{{{ {listing}.slice({listing}.indexOf(' ') + 1) }}}}"
@@ -474,10 +477,16 @@ def release(
         [
             ("Lock Waited?", 1, "Lock Wake Read"),
             ("Lock Count Wait", 0, "Lock Wake Read"),
-            *chained("Lock Wake Read", "Lock Wake Due?", "Lock Wake Settle", "Lock Wake Next"),
-            ("Lock Wake Next", 0, "Lock Wake Again?"),
-            ("Lock Wake Again?", 0, "Lock Wake Retry"),
-            ("Lock Wake Retry", 0, "Lock Wake Next"),
+            # Lock Wake Again?'s true output retries: back to Lock Wake Next after the pause.
+            *chained(
+                "Lock Wake Read",
+                "Lock Wake Due?",
+                "Lock Wake Settle",
+                "Lock Wake Next",
+                "Lock Wake Again?",
+                "Lock Wake Retry",
+                "Lock Wake Next",
+            ),
         ]
     )
     c.exit("done", ("Lock Wake Due?", 1), ("Lock Wake Again?", 1))
